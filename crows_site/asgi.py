@@ -1,0 +1,36 @@
+"""ASGI entry point: Django for everything, except GET /api/events, which the SSE
+consumer serves. `daphne crows_site.asgi:application` alone is a complete flock: it
+also starts the embedded background worker unless CROWS_EMBEDDED_WORKER=0."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crows_site.settings")
+
+# Django must be set up before the consumer (and through it the models) is imported.
+django_asgi_app = get_asgi_application()
+
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.urls import path, re_path  # noqa: E402
+
+from flock.stream.consumer import EventStreamConsumer  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": URLRouter(
+            [
+                path("api/events", EventStreamConsumer.as_asgi()),
+                re_path(r"", django_asgi_app),
+            ]
+        ),
+    }
+)
+
+if settings.CROWS_EMBEDDED_WORKER and os.environ.get("CROWS_NO_WORKER_ON_IMPORT") != "1":
+    from flock import worker  # noqa: E402
+
+    worker.start_embedded()

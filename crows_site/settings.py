@@ -1,0 +1,179 @@
+"""Settings for so-many-crows. Everything comes from the environment, with defaults that
+give a complete offline flock (SQLite, in-process channel layer, the mock brain)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlparse
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from crows_site.env import env_bool, env_float, env_int, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+CROWS_DATA_DIR = Path(env_str("CROWS_DATA_DIR", str(BASE_DIR / ".data")))
+
+# There is no login yet and requester names are self-asserted, so the secret only signs
+# Django's own cookies; a fixed development value is acceptable on loopback.
+SECRET_KEY = env_str("SECRET_KEY", "so-many-crows-local-only-not-a-secret")
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",") if h]
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_tasks_db",
+    "flock.apps.FlockConfig",
+    "trust.apps.TrustConfig",
+    "nests.apps.NestsConfig",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "crows_site.urls"
+ASGI_APPLICATION = "crows_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def _database() -> dict:
+    url = env_str("DATABASE_URL", "")
+    if not url:
+        CROWS_DATA_DIR.mkdir(parents=True, exist_ok=True)
+        url = f"sqlite:///{CROWS_DATA_DIR / 'crows.sqlite3'}"
+    scheme = urlparse(url).scheme
+    try:
+        config = dj_database_url.parse(url)
+    except Exception as exc:  # dj_database_url raises a bare ValueError/KeyError on junk
+        raise ImproperlyConfigured(f"DATABASE_URL could not be read: {exc}") from None
+    engine = config.get("ENGINE", "")
+    if engine.endswith("sqlite3"):
+        # Measured (shared/notes/STACK_NOTES.md): WAL + IMMEDIATE + a long timeout lost no
+        # writes under 32 concurrent writers, where Django's defaults lost half.
+        config["OPTIONS"] = {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;",
+        }
+        config["TEST"] = {"NAME": env_str("CROWS_TEST_DB", "") or None}
+    elif engine.endswith("postgresql"):
+        config["OPTIONS"] = {"pool": {"min_size": 2, "max_size": 20, "timeout": 20}}
+        config["CONN_MAX_AGE"] = 0
+    else:
+        raise ImproperlyConfigured(
+            f"DATABASE_URL must be a sqlite:// or postgres:// URL, got scheme {scheme!r}"
+        )
+    return config
+
+
+DATABASES = {"default": _database()}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+
+REDIS_URL = env_str("REDIS_URL", "")
+if REDIS_URL:
+    if urlparse(REDIS_URL).scheme not in ("redis", "rediss", "unix"):
+        raise ImproperlyConfigured(f"REDIS_URL must be a redis:// URL, got {REDIS_URL!r}")
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    # One process is a complete flock: the stream's hub fans out in-process and the
+    # channel layer is only the cross-process doorbell, so in-memory is enough here.
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+TASKS = {
+    "default": {
+        "BACKEND": "django_tasks_db.DatabaseBackend",
+    }
+}
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = CROWS_DATA_DIR / "staticfiles"
+
+# Bodies larger than this get a 413 from the API before any parsing.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("CROWS_MAX_BODY_BYTES", 256 * 1024, minimum=1024)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("CROWS_LOG_LEVEL", "WARNING")},
+    "loggers": {"crows": {"level": env_str("CROWS_LOG_LEVEL", "INFO"), "propagate": True}},
+}
+
+# ---------------------------------------------------------------------------------------
+# The flock's knobs (DECISIONS.md). Names and defaults are part of the contract.
+# ---------------------------------------------------------------------------------------
+CROWS_BRAIN = env_str("CROWS_BRAIN", "mock")
+CROWS_HEARTBEAT_S = env_float("CROWS_HEARTBEAT_S", 15.0, minimum=0.05)
+CROWS_LIST_TOKEN_BUDGET = env_int("CROWS_LIST_TOKEN_BUDGET", 20000, minimum=0)
+CROWS_ITEM_TOKEN_BUDGET = env_int("CROWS_ITEM_TOKEN_BUDGET", 6000, minimum=0)
+CROWS_MAX_IN_FLIGHT = env_int("CROWS_MAX_IN_FLIGHT", 6, minimum=1)
+CROWS_MAX_CROWS_PER_ITEM = 3
+CROWS_APPROVAL_TIMEOUT_S = env_float("CROWS_APPROVAL_TIMEOUT_S", 600.0, minimum=0.1)
+CROWS_TRUST_STREAK = env_int("CROWS_TRUST_STREAK", 3, minimum=1)
+CROWS_LIST_RATE_PER_MIN = env_int("CROWS_LIST_RATE_PER_MIN", 10, minimum=1)
+CROWS_NEST_POST_RATE_PER_MIN = env_int("CROWS_NEST_POST_RATE_PER_MIN", 30, minimum=1)
+CROWS_PRANK_COOLDOWN_S = env_int("CROWS_PRANK_COOLDOWN_S", 60, minimum=1)
+CROWS_EXCHANGES_PER_TURN = env_int("CROWS_EXCHANGES_PER_TURN", 12, minimum=0)
+CROWS_NEST_TOKEN_BUDGET = env_int("CROWS_NEST_TOKEN_BUDGET", 50000, minimum=0)
+CROWS_MAX_NESTS = 20
+CROWS_BANTER_WAIT_S = env_float("CROWS_BANTER_WAIT_S", 20.0, minimum=0)
+
+# Background work: the server runs its own worker unless scaled out to db_worker processes.
+CROWS_EMBEDDED_WORKER = env_bool("CROWS_EMBEDDED_WORKER", True)
+CROWS_WORKER_THREADS = env_int("CROWS_WORKER_THREADS", 4, minimum=1, maximum=64)
+CROWS_WORKER_POLL_S = env_float("CROWS_WORKER_POLL_S", 0.5, minimum=0.01)
+
+# How often a process with open streams looks for events written by another process
+# (a management command, a db_worker) when no cross-process channel layer told it.
+CROWS_STREAM_POLL_S = env_float("CROWS_STREAM_POLL_S", 1.0, minimum=0.05)
+
+# Brains (flock/brains): the mock brain is the offline default.
+CROWS_MOCK_LATENCY_MS = env_float("CROWS_MOCK_LATENCY_MS", 0.0, minimum=0)
+CROWS_MOCK_FAIL_RATE = env_float("CROWS_MOCK_FAIL_RATE", 0.0, minimum=0, maximum=1)
+CROWS_OPENAI_BASE_URL = env_str("CROWS_OPENAI_BASE_URL", "")
+CROWS_OPENAI_API_KEY = env_str("CROWS_OPENAI_API_KEY", "")
+CROWS_ANTHROPIC_BASE_URL = env_str("CROWS_ANTHROPIC_BASE_URL", "")
+CROWS_ANTHROPIC_API_KEY = env_str("CROWS_ANTHROPIC_API_KEY", "")
+CROWS_BRAIN_TIMEOUT_S = env_float("CROWS_BRAIN_TIMEOUT_S", 30.0, minimum=0.1)
+CROWS_BRAIN_RETRIES = env_int("CROWS_BRAIN_RETRIES", 1, minimum=0, maximum=10)

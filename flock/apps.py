@@ -1,0 +1,20 @@
+from django.apps import AppConfig
+
+
+def _list_has_events(list_id: str) -> bool:
+    from flock.models import Event
+
+    # A list's stream exists once the list does: list.started is written with the list.
+    return Event.objects.filter(list_key=list_id).exists()
+
+
+class FlockConfig(AppConfig):
+    name = "flock"
+    verbose_name = "The flock"
+
+    def ready(self) -> None:
+        from flock import worker
+        from flock.stream.consumer import register_stream_key
+
+        worker.connect_signals()
+        register_stream_key("list_id", _list_has_events)

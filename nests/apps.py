@@ -1,0 +1,23 @@
+from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+def _seed(sender: AppConfig, **kwargs: object) -> None:
+    from flock.actions import seed_flock
+    from nests.actions import ensure_todo_nest
+
+    seed_flock()
+    ensure_todo_nest()
+
+
+class NestsConfig(AppConfig):
+    name = "nests"
+    verbose_name = "Nests"
+
+    def ready(self) -> None:
+        from flock.stream.consumer import register_stream_key
+        from nests import queries
+
+        # A fresh database after `migrate` holds the ten crows and the `todo` nest.
+        post_migrate.connect(_seed, sender=self, dispatch_uid="crows-seed")
+        register_stream_key("nest_id", queries.nest_exists)

@@ -1,0 +1,75 @@
+"""The cast and the machinery every test shares.
+
+- `owner`: the human; may post anywhere and answer approvals.
+- `capture_events`: records the events an action emits, for asserting exact payloads.
+- `live_server`: a real daphne on loopback, with its own migrated SQLite database, as a
+  user runs it; stop() and start() again keep its port and data.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.server import LiveServer, SqliteTemplate
+
+os.environ.setdefault("CROWS_NO_WORKER_ON_IMPORT", "1")
+
+
+@pytest.fixture
+def owner() -> str:
+    return "owner"
+
+
+class CapturedEvents(list):
+    def names(self) -> list[str]:
+        return [e["name"] for e in self]
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        return [e["payload"] for e in self if e["name"] == name]
+
+
+@pytest.fixture
+def capture_events(db) -> Callable[[], Any]:
+    """`with capture_events() as events:` collects every event row written inside."""
+    from flock.models import Event
+
+    @contextmanager
+    def capture() -> Iterator[CapturedEvents]:
+        before = Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
+        events = CapturedEvents()
+        yield events
+        for row in Event.objects.filter(id__gt=before).order_by("id"):
+            events.append({"id": row.id, "name": row.name, "payload": row.payload})
+
+    return capture
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> SqliteTemplate:
+    return SqliteTemplate(tmp_path_factory.mktemp("crows-db"))
+
+
+@pytest.fixture
+def live_server_factory(sqlite_template: SqliteTemplate, tmp_path: Path) -> Iterator[Callable[..., LiveServer]]:
+    servers: list[LiveServer] = []
+
+    def make(env: dict[str, str] | None = None, data_dir: Path | None = None, **kw: Any) -> LiveServer:
+        directory = data_dir or sqlite_template.fresh_dir(f"{tmp_path.name}-{len(servers)}")
+        server = LiveServer(directory, env=env, **kw)
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def live_server(live_server_factory: Callable[..., LiveServer]) -> LiveServer:
+    return live_server_factory().start()

@@ -1,0 +1,115 @@
+"""A real daphne server on loopback, as users run it: `manage.py migrate` then daphne."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = sys.executable
+DAPHNE = str(Path(sys.executable).with_name("daphne"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def base_env(**overrides: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CROWS_", "DJANGO_", "PYTEST"))}
+    env.pop("DATABASE_URL", None)
+    env.pop("REDIS_URL", None)
+    env["DJANGO_SETTINGS_MODULE"] = "crows_site.settings"
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(overrides)
+    return env
+
+
+def migrate(env: dict[str, str]) -> None:
+    subprocess.run(
+        [PYTHON, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT, env=env, check=True, capture_output=True, timeout=120,
+    )
+
+
+class LiveServer:
+    """One daphne process. `stop()` and `start()` again keep its port and database."""
+
+    def __init__(self, data_dir: Path, *, env: dict[str, str] | None = None, port: int | None = None) -> None:
+        self.data_dir = data_dir
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = base_env(CROWS_DATA_DIR=str(data_dir), **(env or {}))
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = data_dir / f"daphne-{self.port}.log"
+
+    def start(self, timeout: float = 30) -> LiveServer:
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [DAPHNE, "-b", "127.0.0.1", "-p", str(self.port), "crows_site.asgi:application"],
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"daphne exited: {self.log_path.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/api/state", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise TimeoutError(f"daphne did not answer on {self.url}")
+
+    def stop(self, hard: bool = False) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL if hard else signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def get(self, path: str, **kw: Any) -> httpx.Response:
+        return httpx.get(self.url + path, timeout=kw.pop("timeout", 30), **kw)
+
+    def post(self, path: str, json: Any = None, **kw: Any) -> httpx.Response:
+        return httpx.post(self.url + path, json=json, timeout=kw.pop("timeout", 30), **kw)
+
+    def manage(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [PYTHON, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout
+        )
+
+    def log(self) -> str:
+        return self.log_path.read_text() if self.log_path.exists() else ""
+
+
+class SqliteTemplate:
+    """Migrates one SQLite database per test session; each server gets a copy."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.path = root / "template" / "crows.sqlite3"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        migrate(base_env(CROWS_DATA_DIR=str(self.path.parent)))
+
+    def fresh_dir(self, name: str) -> Path:
+        target = self.root / name
+        target.mkdir(parents=True, exist_ok=True)
+        for suffix in ("", "-wal", "-shm"):
+            source = self.path.with_name(self.path.name + suffix)
+            if source.exists():
+                shutil.copy(source, target / source.name)
+        return target

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class TrustConfig(AppConfig):
+    name = "trust"
+    verbose_name = "Trust"
