@@ -10,6 +10,7 @@ from nests.schemas import MessageIn, MessageOut, NestIn, NestOut, NestsOut
 router = Router(tags=["nests"])
 
 
+
 @router.get("/nests", response=NestsOut)
 def list_nests(request: HttpRequest) -> dict:
     return {

@@ -1,0 +1,87 @@
+"""Rate limits and pranks (DECISIONS.md "Pranks").
+
+A poster over its rate in a rolling minute gets a strike: a 429 with a playful message
+and a cooldown that starts at CROWS_PRANK_COOLDOWN_S and doubles with each further strike
+within a day. While cooling down every post is refused with the time left. The strike
+is committed before the refusal is raised, so the ledger keeps it even though the post
+itself is not stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Literal
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from flock.errors import RateLimited
+from trust.models import Post, Poster, Strike
+
+Kind = Literal["list", "nest"]
+
+PRANKS = [
+    "Caw! The flock is busy fetching shiny things. Try again in {s} seconds.",
+    "Too many crumbs, too fast: the crows hid your bread. Back in {s} seconds.",
+    "The crows have filed your requests under 'later' and are sitting on them for {s} seconds.",
+    "Murder of crows, meet flood of lists. We're taking a {s}-second dust bath.",
+    "Somebody has been feeding us too quickly. The flock is napping for {s} seconds.",
+]
+
+# Called inside the strike's transaction with (key, message, cooldown_s): the nests app
+# uses it to tell that requester's still-flying lists (requester.pranked).
+_strike_hooks: list[Callable[[str, str, int], None]] = []
+
+
+def on_strike(hook: Callable[[str, str, int], None]) -> Callable[[str, str, int], None]:
+    _strike_hooks.append(hook)
+    return hook
+
+
+def poster_key(*, requester: str = "", crow: str = "", owner: bool = False) -> str:
+    """Strike keys keep requesters, crows and the owner apart: a requester named "Pepper"
+    never shares strikes with the crow Pepper."""
+    if owner:
+        return "owner"
+    if crow:
+        return f"crow:{crow}"
+    return f"requester:{requester}"
+
+
+def _limit(kind: Kind) -> int:
+    return settings.CROWS_LIST_RATE_PER_MIN if kind == "list" else settings.CROWS_NEST_POST_RATE_PER_MIN
+
+
+def admit_post(key: str, *, kind: Kind) -> None:
+    """Count one post by `key`, or refuse it with RateLimited (after committing any strike).
+
+    Call it in its own transaction before the post's action, so the refusal and the post
+    never share a rollback."""
+    refusal: RateLimited | None = None
+    with transaction.atomic():
+        Poster.objects.get_or_create(key=key)
+        Poster.objects.select_for_update().get(key=key)
+        now = timezone.now()
+        active = Strike.objects.filter(key=key, until__gt=now).order_by("-until").first()
+        if active is not None:
+            left = max(1, int((active.until - now).total_seconds() + 0.999))
+            refusal = RateLimited(active.message.replace(str(active.cooldown_s), str(left)), cooldown_s=left)
+        else:
+            recent = Post.objects.filter(key=key, kind=kind, at__gt=now - timedelta(minutes=1)).count()
+            if recent >= _limit(kind):
+                earlier = Strike.objects.filter(key=key, at__gt=now - timedelta(days=1)).count()
+                cooldown = settings.CROWS_PRANK_COOLDOWN_S * (2**earlier)
+                message = PRANKS[earlier % len(PRANKS)].format(s=cooldown)
+                Strike.objects.create(
+                    key=key, kind=kind, cooldown_s=cooldown, at=now,
+                    until=now + timedelta(seconds=cooldown), message=message,
+                )
+                for hook in _strike_hooks:
+                    hook(key, message, cooldown)
+                refusal = RateLimited(message, cooldown_s=cooldown)
+            else:
+                Post.objects.create(key=key, kind=kind, at=now)
+    if refusal is not None:
+        raise refusal

@@ -1,1 +1,0 @@
-"""What a crow or requester may do: the trust ledger, approvals and verdicts, strikes."""
