@@ -15,6 +15,7 @@ stream re-reads the database whenever it is unsure:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import threading
 from collections import deque
@@ -30,7 +31,13 @@ from flock.events import Published
 
 log = logging.getLogger("crows.stream")
 
-GROUP = "crows.events"
+def _group_name() -> str:
+    # One group per database: two deployments sharing a Redis never hear each other's
+    # events (Redis pub/sub channels are global, not per Redis database).
+    db = settings.DATABASES["default"]
+    where = f"{db.get('HOST', '')}:{db.get('PORT', '')}/{db.get('NAME', '')}"
+    return "crows.events." + hashlib.sha1(where.encode()).hexdigest()[:12]
+
 # A stream that falls this far behind stops queueing and catches up from the database.
 INBOX_LIMIT = 512
 
@@ -139,7 +146,7 @@ class Hub:
         while True:
             try:
                 channel = await layer.new_channel()
-                await layer.group_add(GROUP, channel)
+                await layer.group_add(_group_name(), channel)
                 while True:
                     message = await layer.receive(channel)
                     self.deliver(
@@ -178,7 +185,7 @@ class Hub:
             "frame": published.frame,
             "prev": published.prev,
         }
-        asyncio.run_coroutine_threadsafe(layer.group_send(GROUP, message), self._publisher())
+        asyncio.run_coroutine_threadsafe(layer.group_send(_group_name(), message), self._publisher())
 
     def _publisher(self) -> asyncio.AbstractEventLoop:
         # One long-lived loop per process sends to the layer, so a publish from a worker

@@ -1,0 +1,56 @@
+"""PostgreSQL and Redis on 127.0.0.1 for the scale-out tests, when this machine has them."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+PG_HOST, PG_PORT = "127.0.0.1", 5432
+REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
+PG_ADMIN_URL = os.environ.get("CROWS_TEST_PG_ADMIN", f"postgresql://postgres@{PG_HOST}:{PG_PORT}/test")
+
+
+def reachable(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def missing_services() -> str:
+    """Why the scale-out tests cannot run here, or "" when they can."""
+    missing = []
+    if not reachable(PG_HOST, PG_PORT):
+        missing.append(f"PostgreSQL on {PG_HOST}:{PG_PORT}")
+    if not reachable(REDIS_HOST, REDIS_PORT):
+        missing.append(f"Redis on {REDIS_HOST}:{REDIS_PORT}")
+    if missing:
+        return "scale-out tests need " + " and ".join(missing) + ", which this machine does not answer on"
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_ADMIN_URL, connect_timeout=3):
+            pass
+    except Exception as exc:
+        return f"scale-out tests could not log in to PostgreSQL at {PG_ADMIN_URL}: {exc}"
+    return ""
+
+
+@contextmanager
+def fresh_postgres_database() -> Iterator[str]:
+    """A new, empty database for one test session, dropped afterwards."""
+    import psycopg
+
+    name = f"crows_test_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    base = PG_ADMIN_URL.rsplit("/", 1)[0]
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
