@@ -63,6 +63,7 @@ def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
 
 
 def mount() -> None:
+    from crows_site.flightlog import router as flightlog_router
     from crows_site.state import router as state_router
     from flock.api import router as flock_router
     from nests.api import router as nests_router
@@ -70,6 +71,7 @@ def mount() -> None:
 
     api.add_router("", state_router)
     api.add_router("", flock_router)
+    api.add_router("", flightlog_router)
     api.add_router("", trust_router)
     api.add_router("", nests_router)
 

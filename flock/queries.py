@@ -19,3 +19,56 @@ def roster_names() -> list[str]:
 
 def crow_named(name: str) -> Crow | None:
     return Crow.objects.filter(name=name).first()
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(q * (len(ordered) - 1))))
+    return round(ordered[rank], 2)
+
+
+def flightlog_summary(approvals: dict[str, bool] | None = None) -> list[dict]:
+    """The flight log per model and task type: calls, tokens, p50/p95 latency, failure rate
+    and, where owner verdicts exist for the items served, the owner approval rate.
+
+    `approvals` maps item_id -> approved? for owner output verdicts (auto and timeouts
+    excluded: they say nothing about the model's quality)."""
+    from flock.models import Flight
+
+    groups: dict[tuple[str, str, str], dict] = {}
+    rows = Flight.objects.values_list(
+        "provider", "model", "task_type", "latency_ms", "ok", "tokens_in", "tokens_out", "item_id", "task"
+    )
+    for provider, model, task_type, latency, ok, tin, tout, item_id, task in rows.iterator():
+        key = (provider, model, task_type or task)
+        group = groups.setdefault(
+            key, {"latencies": [], "calls": 0, "failures": 0, "tokens_in": 0, "tokens_out": 0, "items": set()}
+        )
+        group["calls"] += 1
+        group["failures"] += 0 if ok else 1
+        group["tokens_in"] += tin
+        group["tokens_out"] += tout
+        group["latencies"].append(latency)
+        if item_id:
+            group["items"].add(item_id)
+    summary = []
+    for (provider, model, task_type), g in sorted(groups.items()):
+        judged = [approvals[i] for i in g["items"] if approvals and i in approvals]
+        summary.append(
+            {
+                "provider": provider,
+                "model": model,
+                "task_type": task_type,
+                "calls": g["calls"],
+                "tokens_in": g["tokens_in"],
+                "tokens_out": g["tokens_out"],
+                "latency_p50_ms": _percentile(g["latencies"], 0.50),
+                "latency_p95_ms": _percentile(g["latencies"], 0.95),
+                "failure_rate": round(g["failures"] / g["calls"], 4),
+                "owner_verdicts": len(judged),
+                "approval_rate": round(sum(judged) / len(judged), 4) if judged else None,
+            }
+        )
+    return summary

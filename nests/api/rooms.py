@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Router, Status
 
 from flock import queries as flock_queries
 from nests import actions, queries
@@ -22,13 +22,13 @@ def list_nests(request: HttpRequest) -> dict:
 
 
 @router.post("/nests", response={201: NestOut})
-def create_nest(request: HttpRequest, payload: NestIn) -> tuple[int, dict]:
+def create_nest(request: HttpRequest, payload: NestIn) -> Status:
     nest = actions.create_nest(payload.name, crows=payload.crows)
-    return 201, {"nest_id": nest.nest_id, "name": nest.name, "crows": nest.core}
+    return Status(201, {"nest_id": nest.nest_id, "name": nest.name, "crows": nest.core})
 
 
 @router.post("/nests/{nest_id}/messages", response={201: MessageOut})
-def post_message(request: HttpRequest, nest_id: str, payload: MessageIn) -> tuple[int, dict]:
+def post_message(request: HttpRequest, nest_id: str, payload: MessageIn) -> Status:
     message = actions.post_message(
         nest_id,
         author=payload.author,
@@ -37,4 +37,4 @@ def post_message(request: HttpRequest, nest_id: str, payload: MessageIn) -> tupl
         kind=payload.kind,
         refers_to=payload.refers_to,
     )
-    return 201, {"nest_id": message.nest.nest_id, **message.record()}
+    return Status(201, {"nest_id": message.nest.nest_id, **message.record()})

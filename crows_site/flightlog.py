@@ -1,0 +1,27 @@
+"""GET /api/flightlog: the data for choosing models (CHATROOM_SPEC 7a). At the composition
+root because it joins the flight log (flock) with owner verdicts (trust)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Router
+
+from flock import queries as flock_queries
+
+router = Router(tags=["flock"])
+
+
+def _owner_output_verdicts() -> dict[str, bool]:
+    try:
+        from trust.queries import owner_output_verdicts
+    except ImportError:  # the verdict ledger is not part of this build
+        return {}
+    return owner_output_verdicts()
+
+
+@router.get("/flightlog")
+def flightlog(request: HttpRequest) -> dict[str, Any]:
+    rows = flock_queries.flightlog_summary(approvals=_owner_output_verdicts())
+    return {"by_model_and_task_type": rows}
