@@ -1,0 +1,108 @@
+"""Brains: how a crow thinks.
+
+``get_brain("mock" | "mock:<label>" | "openai:<model>" | "anthropic:<model>")`` returns a
+``Brain`` whose ``think(BrainRequest) -> BrainReply`` never raises: every failure (a
+missing key, an unreachable host, a timeout, an HTTP error, an odd response, an unknown
+provider) comes back as ``BrainReply(ok=False, error="<one sentence>")``.
+
+The mock brain is the offline default (``CROWS_BRAIN=mock``). docs/BRAINS.md describes
+every setting, the header grammar and the mock's behaviour.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from flock.brains.config import default_brain_spec
+from flock.brains.header import (
+    Header,
+    contract_footer,
+    format_header,
+    parse_header,
+    strip_header,
+)
+from flock.brains.mock import MockBrain
+from flock.brains.prompts import estimate_tokens, system_prompt
+from flock.brains.providers import AnthropicBrain, OpenAIBrain, warm_up
+from flock.brains.types import Brain, BrainReply, BrainRequest, Persona
+
+__all__ = [
+    "Brain",
+    "BrainReply",
+    "BrainRequest",
+    "ErrorBrain",
+    "Header",
+    "MockBrain",
+    "Persona",
+    "contract_footer",
+    "estimate_tokens",
+    "format_header",
+    "get_brain",
+    "parse_header",
+    "strip_header",
+    "system_prompt",
+]
+
+PROVIDERS = ("mock", "openai", "anthropic")
+
+
+class ErrorBrain:
+    """A brain that cannot think: every reply is ok=False with the same clear error."""
+
+    def __init__(self, provider: str, model: str, error: str) -> None:
+        self.provider = provider
+        self.model = model
+        self.error = error
+
+    def think(self, request: BrainRequest) -> BrainReply:
+        started = time.perf_counter()
+        return BrainReply(
+            ok=False,
+            text="",
+            tokens_in=0,
+            tokens_out=0,
+            provider=self.provider,
+            model=self.model,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            error=self.error,
+        )
+
+
+_brains: dict[str, Brain] = {}
+_brains_lock = threading.Lock()
+
+
+def get_brain(model_spec: str = "") -> Brain:
+    """The brain for ``provider:model``; an empty spec means CROWS_BRAIN.
+
+    The model part may itself hold colons (``openai:llama3.1:8b`` for Ollama). Brains are
+    stateless and cached per spec; settings are read on each call, not here.
+    """
+    spec = (model_spec or "").strip() or default_brain_spec()
+    with _brains_lock:
+        brain = _brains.get(spec)
+        if brain is None:
+            brain = _build(spec)
+            _brains[spec] = brain
+        return brain
+
+
+def _build(spec: str) -> Brain:
+    provider, _, model = spec.partition(":")
+    provider, model = provider.strip().lower(), model.strip()
+    if provider == "mock":
+        return MockBrain(model=model or "mock")
+    if provider not in PROVIDERS:
+        return ErrorBrain(
+            provider or "unknown",
+            model or spec,
+            f"Unknown brain provider {provider!r} in {spec!r}: use mock, openai:<model> "
+            "or anthropic:<model>.",
+        )
+    if not model:
+        return ErrorBrain(provider, "", f"Brain spec {spec!r} names no model: write {provider}:<model>.")
+    warm_up(provider)
+    if provider == "openai":
+        return OpenAIBrain(model)
+    return AnthropicBrain(model)

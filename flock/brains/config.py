@@ -1,0 +1,91 @@
+"""The settings brains read, with working defaults.
+
+Brains read Django settings on every call (not at import), so ``override_settings`` and
+pytest-django's ``settings`` fixture take effect at once. Outside a configured Django
+(a bench script, ``pytest -p no:django``) every setting falls back to its default.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+DEFAULTS: dict[str, Any] = {
+    "CROWS_BRAIN": "mock",
+    "CROWS_MOCK_LATENCY_MS": 0.0,
+    "CROWS_MOCK_FAIL_RATE": 0.0,
+    "CROWS_OPENAI_BASE_URL": "",
+    "CROWS_OPENAI_API_KEY": "",
+    "CROWS_ANTHROPIC_BASE_URL": "",
+    "CROWS_ANTHROPIC_API_KEY": "",
+    "CROWS_BRAIN_TIMEOUT_S": 30.0,
+    "CROWS_BRAIN_RETRIES": 1,
+}
+
+
+def setting(name: str) -> Any:
+    """``settings.<name>``, or its default when unset or when Django is not configured."""
+    try:
+        return getattr(settings, name, DEFAULTS[name])
+    except ImproperlyConfigured:
+        return DEFAULTS[name]
+
+
+def _float(name: str, *, minimum: float) -> float:
+    try:
+        value = float(setting(name))
+    except (TypeError, ValueError):
+        value = float(DEFAULTS[name])
+    return max(minimum, value)
+
+
+def _int(name: str, *, minimum: int) -> int:
+    try:
+        value = int(setting(name))
+    except (TypeError, ValueError):
+        value = int(DEFAULTS[name])
+    return max(minimum, value)
+
+
+@dataclass(frozen=True)
+class MockConfig:
+    latency_ms: float
+    fail_rate: float
+
+
+def mock_config() -> MockConfig:
+    return MockConfig(
+        latency_ms=_float("CROWS_MOCK_LATENCY_MS", minimum=0.0),
+        fail_rate=min(1.0, _float("CROWS_MOCK_FAIL_RATE", minimum=0.0)),
+    )
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    base_url: str  # "" means the SDK's default (which also honours OPENAI_BASE_URL / ANTHROPIC_BASE_URL)
+    api_key: str  # "" means no key was found anywhere
+    key_sources: str  # where a key was looked for, for the error sentence
+    timeout_s: float
+    retries: int
+
+
+def provider_config(provider: str) -> ProviderConfig:
+    """Settings for ``openai`` or ``anthropic``; the key falls back to the SDK's env variable."""
+    prefix = f"CROWS_{provider.upper()}"
+    env_key = f"{provider.upper()}_API_KEY"
+    api_key = str(setting(f"{prefix}_API_KEY") or "").strip() or os.environ.get(env_key, "").strip()
+    return ProviderConfig(
+        base_url=str(setting(f"{prefix}_BASE_URL") or "").strip(),
+        api_key=api_key,
+        key_sources=f"{prefix}_API_KEY or {env_key}",
+        timeout_s=_float("CROWS_BRAIN_TIMEOUT_S", minimum=0.01),
+        retries=_int("CROWS_BRAIN_RETRIES", minimum=0),
+    )
+
+
+def default_brain_spec() -> str:
+    return str(setting("CROWS_BRAIN") or "mock").strip() or "mock"

@@ -1,0 +1,137 @@
+"""A crow's structured header: the AGENT_PROTOCOL bracket grammar on a reply's first line.
+
+DECISIONS.md ("Chatroom") maps the bracket verbs to nest message kinds:
+
+=========================  ========  ==========================================
+first line                 kind      fields
+=========================  ========  ==========================================
+``[CLAIM <msg_id>] ...``   claim     ``refers_to`` = msg_id
+``[RESULT <msg_id>] ...``  deliver   ``refers_to`` = msg_id
+``[DECLINE <msg_id>] r``   decline   ``refers_to`` = msg_id, ``reason`` = r
+``[ACK <msg_id>] ...``     say       ``refers_to`` = msg_id
+``[NO-ACTION <msg_id>] r`` say       ``refers_to`` = msg_id, ``reason`` = r
+``[REFER <name>] ...``     refer     ``refers_to`` = "", ``reason`` = name
+=========================  ========  ==========================================
+
+For the verbs that carry a msg_id, ``reason`` is the rest of the first line after the
+bracket, trimmed (a decline's or no-action's reason; for the others, the opening words).
+``[REFER <name>]`` names an artifact, not a message, so ``refers_to`` stays empty and the
+name travels in ``reason``.
+
+The parser is strict, because a wrong kind is worse than none (no header falls back to
+Jev's tag or to ``say``): the header must open the first line (spaces or tabs before it
+are allowed), the verb must be one of the six above in capitals, a msg_id must match
+``[a-z0-9-]+-[0-9]+`` (a nest or list id, a dash, a number) and a REFER name is 1-200
+characters with no whitespace or brackets. Anything else yields ``None``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MSG_ID_PATTERN = r"[a-z0-9-]+-[0-9]+"
+MSG_ID_RE = re.compile(MSG_ID_PATTERN)
+REFER_NAME_PATTERN = r"[^\s\[\]]{1,200}"
+
+# Bracket verb -> nest message kind (DECISIONS.md, "Chatroom").
+VERB_KINDS: dict[str, str] = {
+    "CLAIM": "claim",
+    "RESULT": "deliver",
+    "DECLINE": "decline",
+    "ACK": "say",
+    "NO-ACTION": "say",
+    "REFER": "refer",
+}
+MSG_ID_VERBS: tuple[str, ...] = ("CLAIM", "RESULT", "DECLINE", "ACK", "NO-ACTION")
+
+# ASCII digits only: `\d` would also accept other scripts' digits, which no msg_id has.
+_MSG_ID_HEADER_RE = re.compile(
+    r"[ \t]*\[(CLAIM|RESULT|DECLINE|ACK|NO-ACTION) (" + MSG_ID_PATTERN + r")\](.*)", re.DOTALL
+)
+_REFER_HEADER_RE = re.compile(r"[ \t]*\[REFER (" + REFER_NAME_PATTERN + r")\](.*)", re.DOTALL)
+
+_FOOTER_TEMPLATE = (
+    "Reply: [ACK {id}] seen | [CLAIM {id}] mine | [RESULT {id}] done | [DECLINE {id}] | [NO-ACTION {id}]."
+)
+
+
+@dataclass(frozen=True)
+class Header:
+    """A parsed header. ``kind`` is one of claim, deliver, decline, say, refer."""
+
+    kind: str
+    refers_to: str
+    reason: str
+    verb: str
+
+
+def _split_first_line(text: str) -> tuple[str, str | None]:
+    """The first line (without a trailing CR) and the rest, or None when there is no newline."""
+    first, newline, rest = text.partition("\n")
+    return first.removesuffix("\r"), (rest if newline else None)
+
+
+def _match(first_line: str) -> tuple[Header, str] | None:
+    """The header on ``first_line`` and the text after its bracket, or None."""
+    m = _MSG_ID_HEADER_RE.fullmatch(first_line)
+    if m is not None:
+        verb, msg_id, after = m.group(1), m.group(2), m.group(3)
+        return Header(kind=VERB_KINDS[verb], refers_to=msg_id, reason=after.strip(), verb=verb), after
+    m = _REFER_HEADER_RE.fullmatch(first_line)
+    if m is not None:
+        name, after = m.group(1), m.group(2)
+        return Header(kind="refer", refers_to="", reason=name, verb="REFER"), after
+    return None
+
+
+def parse_header(text: str) -> Header | None:
+    """The structured header on the first line of ``text``, or None. Never raises."""
+    if not isinstance(text, str):
+        return None
+    first_line, _ = _split_first_line(text)
+    found = _match(first_line)
+    return found[0] if found else None
+
+
+def strip_header(text: str) -> str:
+    """``text`` without its header bracket; unchanged when there is no valid header.
+
+    The rest of the first line is kept (trimmed); if nothing is left on it, the first line
+    goes. For ``[REFER <name>]`` the name stays in the text ("name: rest"), because a nest
+    message has no field for an artifact name and a refer without it points nowhere.
+    """
+    if not isinstance(text, str):
+        return text
+    first_line, rest = _split_first_line(text)
+    found = _match(first_line)
+    if found is None:
+        return text
+    header, after = found
+    head = after.strip()
+    if header.verb == "REFER":
+        head = f"{header.reason}: {head}" if head else header.reason
+    if rest is None:
+        return head
+    return f"{head}\n{rest}" if head else rest
+
+
+def format_header(verb: str, target: str, reason: str = "") -> str:
+    """Build a header line: ``format_header("DECLINE", "todo-3", "busy")``.
+
+    Raises ValueError for an unknown verb or a target the parser would not accept, so a
+    brain can never emit a header that does not parse back to itself.
+    """
+    if verb not in VERB_KINDS:
+        raise ValueError(f"unknown header verb {verb!r}")
+    pattern = REFER_NAME_PATTERN if verb == "REFER" else MSG_ID_PATTERN
+    if not re.fullmatch(pattern, target):
+        raise ValueError(f"{target!r} is not a valid {'name' if verb == 'REFER' else 'msg_id'} for {verb}")
+    line = f"[{verb} {target}]"
+    reason = " ".join(reason.split())
+    return f"{line} {reason}" if reason else line
+
+
+def contract_footer(msg_id: str) -> str:
+    """AGENT_PROTOCOL's contract footer for ``msg_id``, appended to prompts that want a reply."""
+    return _FOOTER_TEMPLATE.format(id=msg_id)

@@ -1,0 +1,69 @@
+"""What goes into a brain and what comes out. Plain frozen dataclasses, no Django."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+TASKS: tuple[str, ...] = ("triage", "answer", "subtask", "merge", "synthesise", "banter", "chat")
+TASK_TYPES: tuple[str, ...] = ("writing", "research", "code", "planning", "data", "chat")
+MODES: tuple[str, ...] = ("solo", "split", "murder")
+CHAT_EXPECTS: tuple[str, ...] = ("claim", "deliver", "decline", "say", "answer")
+
+
+@dataclass(frozen=True)
+class Persona:
+    """What a brain knows of the crow it thinks for.
+
+    ``openers`` and ``closers`` are optional in-voice phrases (the Crow model's fields of
+    the same names); the mock brain prefers them to its own stock when they are given.
+    """
+
+    name: str
+    epithet: str
+    strength: str
+    backstory: str
+    persona: str
+    voice: str
+    relationships: dict[str, str] = field(default_factory=dict)
+    openers: tuple[str, ...] = ()
+    closers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BrainRequest:
+    """One thought to think.
+
+    ``messages`` is the conversation so far, oldest first, each ``{"role": "user" |
+    "assistant", "content": str}`` where "assistant" is this crow's own earlier turns.
+    ``context`` carries the task's details (see docs/BRAINS.md for the keys each task
+    reads); ``system`` is extra system text such as budgets, added after the persona.
+    """
+
+    persona: Persona
+    task: str
+    messages: list[dict[str, Any]]
+    max_tokens: int
+    context: dict[str, Any]
+    system: str = ""
+
+
+@dataclass(frozen=True)
+class BrainReply:
+    """What came back. ``ok`` False means ``error`` says why, in one sentence."""
+
+    ok: bool
+    text: str
+    tokens_in: int
+    tokens_out: int
+    provider: str
+    model: str
+    latency_ms: float
+    error: str = ""
+
+
+@runtime_checkable
+class Brain(Protocol):
+    """Anything that thinks. ``think`` never raises: errors come back as ``ok=False``."""
+
+    def think(self, request: BrainRequest) -> BrainReply: ...
