@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection, transaction
@@ -33,7 +33,7 @@ def register_event_names(*names: str) -> None:
 
 
 def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def emit(name: str, payload: dict[str, Any], *, list_id: str = "", nest_id: str 
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ADVISORY_LOCK_KEY])
 
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     body: dict[str, Any] = {}
     if list_id:
         body["list_id"] = list_id

@@ -65,8 +65,8 @@ class EmbeddedWorker(Worker):
                 _wake.clear()
 
     def run_one(self) -> bool:
-        from django_tasks_db.utils import exclusive_transaction, is_locked_database_exception
         from django.db.utils import OperationalError
+        from django_tasks_db.utils import exclusive_transaction, is_locked_database_exception
 
         tasks = DBTaskResult.objects.ready().filter(backend_name=self.backend_name)
         try:

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from flock.errors import RateLimited
-from trust.actions import admit_post, on_strike, poster_key
+from trust.actions import admit_post, poster_key
 from trust.models import Strike
 
 
