@@ -141,12 +141,12 @@ class EventStreamConsumer(AsyncHttpConsumer):
             if not await sync_to_async(_check_exists, thread_sensitive=False)(param, key):
                 raise BadStream(404, f"no such {param.removesuffix('_id')}: {key!r}")
             column = "list_key" if param == "list_id" else "nest_key"
-        cursor_text = None
+        # A browser's EventSource reconnects to the same URL with Last-Event-ID set to
+        # the last id it saw, so the header wins over a `since` left in the URL.
+        cursor_text = query["since"][-1].strip() if "since" in query else None
         for name, value in self.scope.get("headers", []):
-            if name.lower() == b"last-event-id":
+            if name.lower() == b"last-event-id" and value.strip():
                 cursor_text = value.decode("latin-1").strip()
-        if "since" in query:
-            cursor_text = query["since"][-1].strip()
         if cursor_text is None or cursor_text == "":
             return column, key, None
         if not cursor_text.isdigit():

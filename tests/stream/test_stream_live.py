@@ -203,3 +203,15 @@ def test_bad_last_event_id_header_is_a_400_and_the_server_lives_on(server):
     r = server.get("/api/events", headers={"Last-Event-ID": "yesterday"})
     assert r.status_code == 400 and "cursor" in r.json()["message"]
     assert server.get("/api/state").status_code == 200
+
+
+def test_last_event_id_wins_over_a_since_left_in_the_url(server):
+    """An EventSource opened with ?since= reconnects to the same URL with Last-Event-ID."""
+    post(server, 5)
+    ids = stored_ids(server)
+    client = SSEClient(f"{server.url}/api/events?since={ids[0]}", last_event_id=ids[3])
+    try:
+        assert [f.id for f in client.events(1)] == [ids[4]]
+        assert client.drain(quiet=0.5) == []
+    finally:
+        client.close()
