@@ -1,0 +1,167 @@
+"""The question-answering service: ``ask``, ``questions`` and ``warm``.
+
+A ``Jev`` serves the questions of one data directory. Models load lazily, once per process
+and question, under a per-question lock, so the first ``ask`` for a question pays for loading
+(or training) it and every later call is just arithmetic. The module-level functions use one
+process-wide instance over the built-in data directory.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from django.core.exceptions import ImproperlyConfigured
+
+from flock.jev.questions import PACKAGE_DATA_DIR, JevDataError, Question, UnknownQuestionError, discover
+from flock.jev.text import prepare
+
+if TYPE_CHECKING:
+    from flock.jev.model import Scorer, TrainedModel
+
+BAND_HIGH = "high"
+BAND_UNSURE = "unsure"
+
+
+@dataclass(frozen=True, slots=True)
+class JevAnswer:
+    question: str
+    choice: str
+    probs: dict[str, float]  # every choice of the question, summing to 1
+    band: str  # "high" when probs[choice] >= the question's high_threshold, else "unsure"
+    impl: str
+    version: str
+    latency_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedModel:
+    question: Question
+    model: TrainedModel
+    scorer: Scorer
+    from_cache: bool
+
+
+def band_for(top_probability: float, high_threshold: float) -> str:
+    return BAND_HIGH if top_probability >= high_threshold else BAND_UNSURE
+
+
+def default_cache_dir() -> Path:
+    """``<CROWS_DATA_DIR>/jev`` when Django settings are configured, else ``./.data/jev``."""
+    try:
+        from django.conf import settings
+
+        data_dir = getattr(settings, "CROWS_DATA_DIR", None)
+    except ImproperlyConfigured:  # no DJANGO_SETTINGS_MODULE: a script or a bare test
+        data_dir = None
+    return Path(data_dir or ".data") / "jev"
+
+
+class Jev:
+    def __init__(self, data_dir: Path | None = None, cache_dir: Path | None = None) -> None:
+        self.data_dir = data_dir or PACKAGE_DATA_DIR
+        self._cache_dir = cache_dir
+        self._lock = threading.Lock()
+        self._questions: dict[str, Question] | None = None
+        self._broken: dict[str, JevDataError] = {}
+        self._question_locks: dict[str, threading.Lock] = {}
+        self._loaded: dict[str, LoadedModel] = {}
+
+    @property
+    def cache_dir(self) -> Path:
+        # Resolved late: settings may be configured after this module is imported.
+        return self._cache_dir or default_cache_dir()
+
+    def questions(self) -> dict[str, Question]:
+        if self._questions is None:
+            with self._lock:
+                if self._questions is None:
+                    self._questions, self._broken = discover(self.data_dir)
+                    self._question_locks = {name: threading.Lock() for name in self._questions}
+        return dict(self._questions)
+
+    def question(self, name: str) -> Question:
+        found = self.questions().get(name)
+        if found is None:
+            if name in self._broken:
+                raise self._broken[name]
+            raise UnknownQuestionError(
+                f"unknown Jev question {name!r}; known: {', '.join(sorted(self.questions()))}"
+            )
+        return found
+
+    def loaded(self, name: str) -> LoadedModel:
+        ready = self._loaded.get(name)
+        if ready is not None:
+            return ready
+        question = self.question(name)
+        # One lock per question: a thread loading `kind` does not hold up `mode`, and two
+        # threads asking `kind` at start-up train or load it only once.
+        with self._question_locks[name]:
+            ready = self._loaded.get(name)
+            if ready is None:
+                # scikit-learn is imported here, on first use, not when flock.jev is: it
+                # costs over a second, and most management commands never ask Jev anything.
+                from flock.jev.model import Scorer, load_or_train
+
+                model, from_cache = load_or_train(question, self.cache_dir)
+                ready = LoadedModel(question, model, Scorer(model), from_cache)
+                self._loaded[name] = ready
+        return ready
+
+    def ask(self, question: str, text: str) -> JevAnswer:
+        started = time.perf_counter()
+        if not isinstance(text, str):
+            raise TypeError(f"Jev asks about text, got {type(text).__name__}")
+        ready = self.loaded(question)
+        probs = ready.scorer.probabilities(prepare(text))
+        top = int(np.argmax(probs))
+        choices = ready.model.choices
+        return JevAnswer(
+            question=question,
+            choice=choices[top],
+            probs={choice: float(p) for choice, p in zip(choices, probs, strict=True)},
+            band=band_for(float(probs[top]), ready.question.high_threshold),
+            impl=ready.model.impl,
+            version=ready.model.version,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+        )
+
+    def warm(self) -> dict[str, str]:
+        """Load (or train) every question now; returns question name -> model version."""
+        return {name: self.loaded(name).model.version for name in self.questions()}
+
+
+_default: Jev | None = None
+_default_lock = threading.Lock()
+
+
+def default_jev() -> Jev:
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = Jev()
+    return _default
+
+
+def ask(question: str, text: str) -> JevAnswer:
+    """Answer ``question`` about ``text``; text past 4,000 characters is ignored."""
+    return default_jev().ask(question, text)
+
+
+def questions() -> dict[str, Question]:
+    return default_jev().questions()
+
+
+def warm() -> dict[str, str]:
+    """Pre-load every built-in question (and the fit-score vocabulary) in this process."""
+    from flock.jev.fit import warm_fit_score
+
+    versions = default_jev().warm()
+    warm_fit_score()
+    return versions

@@ -1,0 +1,36 @@
+"""``manage.py jev_eval FILE.jsonl --question kind``: score a Jev question on a labelled file."""
+
+from __future__ import annotations
+
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from flock.jev import JevError
+from flock.jev.evaluate import LATENCY_PASSES, evaluate_file, format_report
+
+
+class Command(BaseCommand):
+    help = (
+        'Score a Jev question on a JSONL file of {"text", "<label field>"} lines: accuracy, '
+        "macro-F1, calibration error, confusion matrix and per-tag latency."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("file", help="JSONL file, one labelled message a line")
+        parser.add_argument("--question", default="kind", help="question to score (default: kind)")
+        parser.add_argument("--mistakes", type=int, default=0, metavar="N", help="list the first N mistakes")
+        parser.add_argument(
+            "--passes", type=int, default=LATENCY_PASSES, metavar="N", help="timed passes over the file"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            report = evaluate_file(
+                options["file"], options["question"], latency_passes=max(1, options["passes"])
+            )
+        except JevError as exc:
+            # Bad input is the user's to fix: a one-line message and exit status 1, no traceback.
+            raise CommandError(exc.message) from None
+        self.stdout.write(format_report(report, show_mistakes=options["mistakes"]))
