@@ -5,6 +5,7 @@ also starts the embedded background worker unless CROWS_EMBEDDED_WORKER=0."""
 from __future__ import annotations
 
 import os
+import threading
 
 from django.core.asgi import get_asgi_application
 
@@ -29,6 +30,21 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+
+def _warm_jev() -> None:
+    # Load (or train, once per data version) Jev's models off the request path, so the
+    # first message posted after start-up is tagged as fast as the rest.
+    import logging
+
+    try:
+        from flock.jev import warm
+
+        warm()
+    except Exception:
+        logging.getLogger("crows").exception("warming Jev failed; it will load on first use")
+
+
+threading.Thread(target=_warm_jev, name="crows-jev-warm", daemon=True).start()
 
 if settings.CROWS_EMBEDDED_WORKER and os.environ.get("CROWS_NO_WORKER_ON_IMPORT") != "1":
     from flock import worker  # noqa: E402

@@ -161,12 +161,15 @@ CROWS_BANTER_WAIT_S = env_float("CROWS_BANTER_WAIT_S", 20.0, minimum=0)
 
 # Background work: the server runs its own worker unless scaled out to db_worker processes.
 CROWS_EMBEDDED_WORKER = env_bool("CROWS_EMBEDDED_WORKER", True)
-CROWS_WORKER_THREADS = env_int("CROWS_WORKER_THREADS", 4, minimum=1, maximum=64)
+CROWS_WORKER_THREADS = env_int("CROWS_WORKER_THREADS", 8, minimum=1, maximum=64)
 CROWS_WORKER_POLL_S = env_float("CROWS_WORKER_POLL_S", 0.5, minimum=0.01)
 
 # How often a process with open streams looks for events written by another process
 # (a management command, a db_worker) when no cross-process channel layer told it.
 CROWS_STREAM_POLL_S = env_float("CROWS_STREAM_POLL_S", 1.0, minimum=0.05)
+
+# Jev's trained models are cached here, keyed by their data; several servers may share it.
+CROWS_JEV_CACHE_DIR = env_str("CROWS_JEV_CACHE_DIR", str(CROWS_DATA_DIR / "jev"))
 
 # Brains (flock/brains): the mock brain is the offline default.
 CROWS_MOCK_LATENCY_MS = env_float("CROWS_MOCK_LATENCY_MS", 0.0, minimum=0)

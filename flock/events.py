@@ -32,6 +32,16 @@ def register_event_names(*names: str) -> None:
             EVENT_NAMES.append(name)
 
 
+def lock_event_log() -> None:
+    """Take the event log's transaction-scoped lock (PostgreSQL; SQLite's IMMEDIATE
+    transactions already serialise writers). emit takes it before inserting; an action that
+    locks rows and then emits takes it first, so every transaction takes the two in one
+    order (advisory lock, then rows) and none deadlocks. Re-entrant within a transaction."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ADVISORY_LOCK_KEY])
+
+
 def rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -71,9 +81,7 @@ def emit(name: str, payload: dict[str, Any], *, list_id: str = "", nest_id: str 
         raise RuntimeError("emit() must run inside an action's transaction.atomic block")
     if name not in EVENT_NAMES:
         raise ValueError(f"unknown event name {name!r}: register it with register_event_names")
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ADVISORY_LOCK_KEY])
+    lock_event_log()
 
     now = datetime.now(UTC)
     body: dict[str, Any] = {}

@@ -20,4 +20,6 @@ class NestsConfig(AppConfig):
 
         # A fresh database after `migrate` holds the ten crows and the `todo` nest.
         post_migrate.connect(_seed, sender=self, dispatch_uid="crows-seed")
+        # The list pipeline registers its hooks (verdicts, strikes, start-up recovery).
+        import nests.actions.lists  # noqa: F401
         register_stream_key("nest_id", queries.nest_exists)

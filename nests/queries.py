@@ -1,13 +1,24 @@
-"""Reads of rooms and their messages."""
+"""Reads of rooms and their messages, and of the chatroom's requests, claims and budgets."""
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+from django.db.models import QuerySet
+
 from flock import queries as flock_queries
-from flock.models import Crow
-from nests.models import Nest
+from flock.errors import BadInput
+from flock.events import rfc3339
+from flock.models import Crow, Flight
+from nests.models import ChatRequest, Invocation, Nest, NestMessage
 
 # Quill and Boss serve every room (DECISIONS.md "Who may post where").
 EVERYWHERE_ROLES = (Crow.Role.ASSISTANT, Crow.Role.CHIEF_OF_STAFF)
+STRANGER, REGULAR, TRUSTED = 0, 1, 2
+PAGE_MAX = 200
+PAGE_DEFAULT = 50
+RECENT_MESSAGES = 20
 
 
 def nest_exists(nest_id: str) -> bool:
@@ -39,3 +50,195 @@ def crow_members(nest: Nest) -> list[str]:
     everywhere = [c.name for c in living if c.role in EVERYWHERE_ROLES]
     members = [c for c in nest.core if any(c == crow.name for crow in living)]
     return members + [name for name in everywhere if name not in members]
+
+
+# --- the flock as the chatroom sees it ---------------------------------------------------
+
+
+def trust_level(crow: str, task_type: str) -> int:
+    """A crow's level for a task type from the trust ledger: 0 stranger, 1 regular,
+    2 trusted. A crow the ledger has never judged is a stranger."""
+    from trust.queries import trust_level as ledger_level
+
+    return int(ledger_level(crow, task_type))
+
+
+def worker_crows() -> QuerySet[Crow]:
+    """Crows that take work in rooms: living roster crows that are not Quill or Boss."""
+    return flock_queries.living_crows().filter(in_roster=True, role=Crow.Role.WORKER)
+
+
+def role_crow(role: str) -> Crow | None:
+    return Crow.objects.filter(role=role, status=Crow.Status.ACTIVE).order_by("id").first()
+
+
+def quill() -> Crow | None:
+    """The assistant crow (Quill), if it is active."""
+    return role_crow(Crow.Role.ASSISTANT)
+
+
+def boss() -> Crow | None:
+    """The chief-of-staff crow (Boss), if it is active."""
+    return role_crow(Crow.Role.CHIEF_OF_STAFF)
+
+
+def recent_success(crow: str, *, last: int = 10) -> float:
+    """The share of a crow's last flights that came back ok; 0.5 (neutral) with none."""
+    oks = list(Flight.objects.filter(crow=crow).order_by("-id").values_list("ok", flat=True)[:last])
+    return sum(oks) / len(oks) if oks else 0.5
+
+
+def find_nest(words: str) -> Nest | None:
+    """A nest (not a direct chat) named by `words`: its id or its name, any case."""
+    wanted = re.sub(r"[^a-z0-9]+", "-", words.lower()).strip("-")
+    if not wanted:
+        return None
+    for nest in nests_for_listing():
+        if wanted in (nest.nest_id, re.sub(r"[^a-z0-9]+", "-", nest.name.lower()).strip("-")):
+            return nest
+    return None
+
+
+# --- the log ---------------------------------------------------------------------------
+
+
+def message_record(message: NestMessage) -> dict[str, str]:
+    return {"nest_id": message.nest.nest_id, **message.record()}
+
+
+def recent_messages(nest: Nest, *, limit: int = RECENT_MESSAGES) -> list[NestMessage]:
+    """The newest `limit` messages, oldest first."""
+    newest = list(NestMessage.objects.filter(nest=nest).select_related("nest").order_by("-n")[:limit])
+    return newest[::-1]
+
+
+def parse_page(nest: Nest, *, before: str | None, limit: str | None) -> tuple[int | None, int]:
+    """Validate ?before= (a number n or a msg_id of this nest) and ?limit= (1–200)."""
+    size = PAGE_DEFAULT
+    if limit is not None:
+        if not re.fullmatch(r"\d{1,4}", limit.strip()) or not 1 <= int(limit) <= PAGE_MAX:
+            raise BadInput(f"limit must be a whole number from 1 to {PAGE_MAX}, got {limit!r}")
+        size = int(limit)
+    cursor: int | None = None
+    if before is not None:
+        value = before.strip()
+        prefix = f"{nest.nest_id}-"
+        if value.startswith(prefix):
+            value = value.removeprefix(prefix)
+        if not re.fullmatch(r"\d{1,9}", value) or int(value) < 1:
+            raise BadInput(
+                f"before must be a message number or a msg_id of {nest.nest_id} "
+                f"(like {nest.nest_id}-12), got {before!r}"
+            )
+        cursor = int(value)
+    return cursor, size
+
+
+def messages_page(nest: Nest, *, before: int | None, limit: int) -> dict[str, Any]:
+    """One page of the log, scrolling back: the `limit` messages just before `before` (or
+    the newest), oldest first; `before` in the answer is the cursor of the next older page,
+    or null at the start of the room."""
+    rows = NestMessage.objects.filter(nest=nest).select_related("nest")
+    if before is not None:
+        rows = rows.filter(n__lt=before)
+    page = list(rows.order_by("-n")[: limit + 1])
+    more = len(page) > limit
+    page = page[:limit][::-1]
+    return {
+        "nest_id": nest.nest_id,
+        "messages": [message_record(m) for m in page],
+        "before": page[0].msg_id if more and page else None,
+    }
+
+
+# --- requests and claims -----------------------------------------------------------------
+
+
+def request_status(request: ChatRequest) -> dict[str, Any]:
+    claims = list(request.claims.select_related("message", "delivered"))
+    declined = list(
+        NestMessage.objects.filter(nest=request.nest, kind="decline", refers_to=request.message.msg_id)
+        .values_list("author", flat=True)
+    )
+    return {
+        "msg_id": request.message.msg_id,
+        "requester": request.requester,
+        "addressed": request.addressed,
+        "text": request.message.text,
+        "mode": request.mode,
+        "task_type": request.task_type,
+        "state": request.state,
+        "relayed_to": request.relayed_to,
+        "claims": [
+            {
+                "crow": c.crow,
+                "msg_id": c.message.msg_id,
+                "lens": c.lens,
+                "delivered": c.delivered.msg_id if c.delivered else "",
+            }
+            for c in claims
+        ],
+        "declined_by": declined,
+    }
+
+
+def requests_in(nest: Nest, *, limit: int = 20) -> list[ChatRequest]:
+    newest = list(
+        ChatRequest.objects.filter(nest=nest).select_related("message", "nest").order_by("-id")[:limit]
+    )
+    return newest[::-1]
+
+
+def open_claims_of(crow: str) -> list[str]:
+    """msg_ids of requests `crow` claimed and has not delivered."""
+    return list(
+        ChatRequest.objects.filter(
+            claims__crow=crow, claims__delivered__isnull=True, state=ChatRequest.State.CLAIMED
+        ).values_list("message__msg_id", flat=True)
+    )
+
+
+def invocation_record(inv: Invocation) -> dict[str, Any]:
+    return {
+        "crow": inv.crow,
+        "trigger": inv.trigger.msg_id,
+        "reason": inv.reason,
+        "expect": inv.expect,
+        "fit": inv.fit,
+        "candidates": inv.candidates,
+        "depth": inv.depth,
+        "status": inv.status,
+        "reply": inv.reply.msg_id if inv.reply else "",
+        "tokens": inv.tokens,
+        "error": inv.error,
+        "at": rfc3339(inv.created_at),
+    }
+
+
+def recent_invocations(nest: Nest, *, limit: int = 20) -> list[Invocation]:
+    newest = list(
+        Invocation.objects.filter(nest=nest).select_related("trigger", "reply").order_by("-id")[:limit]
+    )
+    return newest[::-1]
+
+
+def nest_detail(nest: Nest) -> dict[str, Any]:
+    """GET /api/nests/{nest_id}: who is here, what is left to spend, what was said."""
+    from nests.actions.chat.budgets import budget_view, read_budget
+
+    names = crow_members(nest)
+    crows = {c.name: c for c in Crow.objects.filter(name__in=names)}
+    return {
+        "nest_id": nest.nest_id,
+        "name": nest.name,
+        "kind": nest.kind,
+        "core": nest.core,
+        "members": ["owner", *names],
+        "crows": [
+            {"name": n, "role": crows[n].role, "status": crows[n].status} for n in names if n in crows
+        ],
+        "budget": budget_view(read_budget(nest)),
+        "messages": [message_record(m) for m in recent_messages(nest)],
+        "requests": [request_status(r) for r in requests_in(nest)],
+        "invocations": [invocation_record(i) for i in recent_invocations(nest)],
+    }

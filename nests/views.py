@@ -1,6 +1,162 @@
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+"""The owner's pages. Each page is a thin HTML shell; the static ES modules under
+static/ui/ fetch the API and follow GET /api/events, so the page and any other client
+see exactly the same contract. The views only check that the thing exists (a 404 page
+instead of a blank shell) and hand the page, as JSON in the page, the few things no
+endpoint serves: the settings it shows (budgets, the approval timeout), the cursor the
+flock page's stream starts from, a crow's flights and trust history, and Jev's kind
+probabilities for a room's messages. docs/UI.md describes the pages."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.conf import settings
+from django.contrib.staticfiles import views as staticfiles_views
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+
+from flock import queries as flock_queries
+from flock.events import rfc3339
+from flock.models import Event, Flight, JevTag
+from nests import queries
+from trust import queries as trust_queries
+
+# How many recent lists the flock page shows on load, besides every list still open.
+RECENT_LISTS = 6
+# How far back the flock page looks for lists that are still open.
+OPEN_LIST_LOOKBACK = 200
+# How many of a room's Jev kind tags its page starts with.
+KIND_TAGS = 500
+# How many flights and trust entries a crow's page starts with.
+RECENT_FLIGHTS = 15
+TRUST_HISTORY = 200
 
 
+def _ui_config() -> dict[str, Any]:
+    """The settings the pages show; the server stays the judge of every one of them."""
+    return {
+        "approval_timeout_s": settings.CROWS_APPROVAL_TIMEOUT_S,
+        "list_token_budget": settings.CROWS_LIST_TOKEN_BUDGET,
+        "item_token_budget": settings.CROWS_ITEM_TOKEN_BUDGET,
+        "exchanges_per_turn": settings.CROWS_EXCHANGES_PER_TURN,
+        "nest_token_budget": settings.CROWS_NEST_TOKEN_BUDGET,
+    }
+
+
+def _page(request: HttpRequest, template: str, page: str, **context: Any) -> HttpResponse:
+    ui = {"page": page, "config": _ui_config(), **context.pop("ui", {})}
+    return render(request, template, {"ui": ui, "page": page, **context})
+
+
+def _flock_page_cursor() -> int:
+    """The firehose cursor that replays the recent and still-open lists from their start.
+
+    The firehose opened without a cursor starts live, so the page asks for `since` this id:
+    the event just before the oldest list it wants to draw. Everything after it is replayed
+    in order through the same code that handles live events."""
+    newest = Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    started = list(
+        Event.objects.filter(name="list.started")
+        .order_by("-id")
+        .values_list("id", "list_key")[:OPEN_LIST_LOOKBACK]
+    )
+    if not started:
+        return newest
+    finished = set(
+        Event.objects.filter(name="list.finished", list_key__in=[key for _, key in started])
+        .values_list("list_key", flat=True)
+    )
+    wanted = [event_id for event_id, key in started[:RECENT_LISTS]]
+    wanted += [event_id for event_id, key in started[RECENT_LISTS:] if key not in finished]
+    return min(wanted) - 1
+
+
+@never_cache
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "nests/home.html")
+    return _page(request, "nests/home.html", "flock", ui={"since": _flock_page_cursor()})
+
+
+def nests_index(request: HttpRequest) -> HttpResponse:
+    return redirect("nest", nest_id="todo")
+
+
+@never_cache
+def nest(request: HttpRequest, nest_id: str) -> HttpResponse:
+    if not queries.nest_exists(nest_id):
+        raise Http404(f"no such nest: {nest_id}")
+    return _page(
+        request, "nests/nest.html", "nests", ui={"nest_id": nest_id, "kind_probs": _kind_probs(nest_id)}, nest_id=nest_id
+    )
+
+
+def _kind_probs(nest_id: str) -> dict[str, dict[str, float]]:
+    """Jev's probabilities for the kind of each of the room's recent messages, for the
+    hover on a message's tag. The message record does not carry them; the tag log does."""
+    own = rf"^{re.escape(nest_id)}-[0-9]+$"
+    rows = (
+        JevTag.objects.filter(question="kind", subject__regex=own)
+        .order_by("-id")
+        .values_list("subject", "probs")[:KIND_TAGS]
+    )
+    return {subject: probs for subject, probs in reversed(rows)}
+
+
+@never_cache
+def crow(request: HttpRequest, name: str) -> HttpResponse:
+    found = flock_queries.crow_named(name)
+    if found is None:
+        raise Http404(f"no such crow: {name}")
+    # The crow's own flights and trust history come with the page: GET /api/flightlog
+    # summarises per model and GET /api/trust gives today's levels, and the page adds
+    # what happens next from the event stream.
+    flights = [
+        {
+            "task": f.task,
+            "task_type": f.task_type,
+            "list_id": f.list_id,
+            "item_id": f.item_id,
+            "nest_id": f.nest_id,
+            "msg_id": f.msg_id,
+            "model": f"{f.provider}:{f.model}",
+            "tokens": f.tokens_in + f.tokens_out,
+            "latency_ms": round(f.latency_ms, 1),
+            "ok": f.ok,
+            "error": f.error[:200],
+            "at": rfc3339(f.created_at),
+        }
+        for f in Flight.objects.filter(crow=found.name).order_by("-id")[:RECENT_FLIGHTS]
+    ]
+    history = trust_queries.trust_history(found.name, limit=TRUST_HISTORY)
+    return _page(
+        request,
+        "nests/crow.html",
+        "crows",
+        ui={"crow": found.name, "flights": flights, "trust_history": history},
+        crow_name=found.name,
+    )
+
+
+@never_cache
+def trust(request: HttpRequest) -> HttpResponse:
+    holders = [trust_queries.FLOCK_HOLDER, *(c.name for c in flock_queries.living_crows())]
+    history = {holder: trust_queries.trust_history(holder, limit=TRUST_HISTORY) for holder in holders}
+    return _page(request, "nests/trust.html", "trust", ui={"trust_history": history})
+
+
+@never_cache
+def list_report(request: HttpRequest, list_id: str) -> HttpResponse:
+    if not Event.objects.filter(name="list.started", list_key=list_id).exists():
+        raise Http404(f"no such list: {list_id}")
+    return _page(request, "nests/list.html", "flock", ui={"list_id": list_id}, list_id=list_id)
+
+
+def static_file(request: HttpRequest, path: str) -> HttpResponse:
+    """Serves static/ through the staticfiles finders, so `daphne` alone serves the UI
+    with DEBUG off and no collectstatic step. The files are small and few; a deployment
+    behind a web server can serve STATIC_ROOT instead."""
+    response = staticfiles_views.serve(request, path, insecure=True)
+    # Revalidate every load (a 304 is cheap), so an edited module is never stale.
+    response["Cache-Control"] = "no-cache"
+    return response

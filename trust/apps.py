@@ -4,3 +4,13 @@ from django.apps import AppConfig
 class TrustConfig(AppConfig):
     name = "trust"
     verbose_name = "Trust"
+
+    def ready(self) -> None:
+        from crows_site.state import register_snapshot_part
+        from flock import worker
+        from trust import queries
+        from trust.actions import reschedule_timeouts
+
+        register_snapshot_part("pending_approvals", queries.pending_approvals)
+        # Approvals waiting across a restart must still time out (DECISIONS.md).
+        worker.on_start(reschedule_timeouts)

@@ -51,10 +51,14 @@ def band_for(top_probability: float, high_threshold: float) -> str:
 
 
 def default_cache_dir() -> Path:
-    """``<CROWS_DATA_DIR>/jev`` when Django settings are configured, else ``./.data/jev``."""
+    """``CROWS_JEV_CACHE_DIR``, else ``<CROWS_DATA_DIR>/jev`` when Django settings are
+    configured, else ``./.data/jev``."""
     try:
         from django.conf import settings
 
+        cache_dir = getattr(settings, "CROWS_JEV_CACHE_DIR", None)
+        if cache_dir:
+            return Path(cache_dir)
         data_dir = getattr(settings, "CROWS_DATA_DIR", None)
     except ImproperlyConfigured:  # no DJANGO_SETTINGS_MODULE: a script or a bare test
         data_dir = None

@@ -1,6 +1,8 @@
 """Every state change in nests. One module per seam; import from here."""
 
+from nests.actions.lists import post_list, recover_lists, resume_after_verdict  # the list pipeline
 from nests.actions.messages import post_message
 from nests.actions.rooms import create_nest, ensure_direct_chat, ensure_todo_nest
 
 __all__ = ["create_nest", "ensure_direct_chat", "ensure_todo_nest", "post_message"]
+__all__ += ["post_list", "recover_lists", "resume_after_verdict"]

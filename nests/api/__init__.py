@@ -2,7 +2,11 @@
 
 from ninja import Router
 
+from nests.api.lists import router as lists_router
+from nests.api.messages import router as messages_router  # the chatroom
 from nests.api.rooms import router as rooms_router
 
 router = Router()
 router.add_router("", rooms_router)
+router.add_router("", lists_router)
+router.add_router("", messages_router)

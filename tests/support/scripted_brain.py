@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import pytest
+
 from flock.brains import BrainReply, BrainRequest
 from flock.jev import JevAnswer
 
@@ -72,9 +74,7 @@ class FakeJev:
                          version="fake-1", latency_ms=0.0)
 
 
-# --- fixtures the chatroom tests share (import them into a test module by name) ---------
-
-import pytest  # noqa: E402
+# --- fixtures the chatroom tests share (bind them in a test module by name) --------------
 
 
 @pytest.fixture

@@ -31,6 +31,9 @@ def base_env(**overrides: str) -> dict[str, str]:
     env.pop("REDIS_URL", None)
     env["DJANGO_SETTINGS_MODULE"] = "crows_site.settings"
     env["PYTHONUNBUFFERED"] = "1"
+    # Jev's cache is keyed by its training data, so every test server can share one and
+    # none trains from scratch.
+    env["CROWS_JEV_CACHE_DIR"] = str(ROOT / ".data" / "jev-test-cache")
     env.update(overrides)
     return env
 

@@ -1,5 +1,26 @@
 """Every state change in trust. One module per seam; import from here."""
 
+from trust.actions.ledger import record_trust_outcome, seed_trust
 from trust.actions.strikes import admit_post, on_strike, poster_key
+from trust.actions.verdicts import (
+    on_verdict,
+    open_approval,
+    record_auto_verdict,
+    record_owner_verdict,
+    reschedule_timeouts,
+    time_out_approval,
+)
 
-__all__ = ["admit_post", "on_strike", "poster_key"]
+__all__ = [
+    "admit_post",
+    "on_strike",
+    "on_verdict",
+    "open_approval",
+    "poster_key",
+    "record_auto_verdict",
+    "record_owner_verdict",
+    "record_trust_outcome",
+    "reschedule_timeouts",
+    "seed_trust",
+    "time_out_approval",
+]

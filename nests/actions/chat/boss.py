@@ -1,0 +1,167 @@
+"""Boss, the chief of staff (CHATROOM_SPEC 6): on the owner's word, hatches crows, creates
+nests with their members and retires idle crows.
+
+The owner's order is read deterministically, so "hatch" never depends on a model's mood:
+
+- "@Boss hatch a crow named Wren who is good at data [using openai:gpt-4o-mini]"
+- "@Boss make a nest called Launch with Pepper and Inky"
+- "@Boss retire Soot"
+
+Boss carries the order out through the flock's and nests' own actions (crow.hatched,
+nest.created, crow.retired) and says what it did, or why it did not, in the room. Any
+other message to Boss goes to its brain.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from flock import jev as jev_service
+from flock import queries as flock_queries
+from flock.actions import hatch_crow, retire_crow
+from flock.errors import CrowsError
+from flock.models import Crow
+from nests import queries
+from nests.actions.rooms import create_nest
+from nests.models import Invocation
+
+OWNER = "owner"
+NAME = r"@?(?P<name>[A-Za-z][A-Za-z0-9_-]{0,39})"
+HATCH_RE = re.compile(rf"\b(?:hatch|spin\s+up|create|make)\b[^.!?]*?\b(?:crow|bird|one)?\s*(?:named|called)\s+{NAME}", re.IGNORECASE)
+STRENGTH_RE = re.compile(
+    r"\b(?:who(?:'s| is)\s+|that(?:'s| is)\s+|to\s+be\s+)?(?:good|great|strong|best)\s+at\s+(?P<strength>.+?)"
+    r"(?=\s+(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?(?:mock|openai|anthropic)\b|[.;!?]|$)"
+    r"|\bfor\s+(?P<purpose>.+?)(?=\s+(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?(?:mock|openai|anthropic)\b|[.;!?]|$)",
+    re.IGNORECASE,
+)
+MODEL_RE = re.compile(
+    r"\b(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?(?P<model>(?:mock|openai|anthropic)(?::[\w.:/-]+)?)",
+    re.IGNORECASE,
+)
+NEST_RE = re.compile(
+    r"\b(?:make|create|start|open|set\s+up)\s+(?:a\s+|an\s+|the\s+)?(?:new\s+)?nest\s+(?:called|named)\s+"
+    r"(?P<name>.+?)\s+with\s+(?P<crows>.+?)[.!]?$",
+    re.IGNORECASE | re.DOTALL,
+)
+RETIRE_RE = re.compile(rf"\bretire\s+{NAME}", re.IGNORECASE)
+LIST_SPLIT_RE = re.compile(r"\s*(?:,|\band\b|&|\+)\s*", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Order:
+    verb: str  # hatch | nest | retire
+    name: str
+    strength: str = ""
+    model: str = ""
+    crows: tuple[str, ...] = ()
+
+
+def parse_order(text: str) -> Order | None:
+    """The owner's order to Boss, or None when the message is not one."""
+    words = " ".join(text.split())
+    m = NEST_RE.search(words)
+    if m:
+        crows = tuple(c.strip().lstrip("@").strip() for c in LIST_SPLIT_RE.split(m.group("crows")) if c.strip())
+        return Order("nest", m.group("name").strip().strip("\"'“”"), crows=crows)
+    m = HATCH_RE.search(words)
+    if m:
+        rest = words[m.end():]
+        s = STRENGTH_RE.search(rest)
+        strength = ""
+        if s:
+            strength = (s.group("strength") or s.group("purpose") or "").strip()
+        model = MODEL_RE.search(rest)
+        return Order("hatch", m.group("name"), strength=strength, model=model.group("model") if model else "")
+    m = RETIRE_RE.search(words)
+    if m:
+        return Order("retire", m.group("name"))
+    return None
+
+
+def _opener(crow: Crow, seed: str) -> str:
+    openers = list(crow.openers or []) or ["Right then."]
+    return openers[sum(seed.encode()) % len(openers)]
+
+
+def _roster_name(word: str) -> str:
+    """A roster crow's name as the roster spells it, matched in any case."""
+    for name in flock_queries.roster_names():
+        if name.lower() == word.lower():
+            return name
+    return word
+
+
+def _task_types(strength: str) -> list[str]:
+    try:
+        return [str(jev_service.ask("task_type", strength).choice)]
+    except Exception:
+        return []
+
+
+def _hatch(order: Order, boss: Crow) -> str:
+    if not order.strength:
+        return f"Hatch {order.name} to be good at what? Say, for example, “hatch a crow named {order.name} who is good at data”."
+    crow = hatch_crow(
+        order.name,
+        strength=order.strength,
+        hatched_by=boss.name,
+        model=order.model,
+        task_types=_task_types(order.strength),
+    )
+    return (
+        f"Hatched @{crow.name} {crow.epithet}: good at {crow.strength}. Brain: {crow.brain_spec}. "
+        f"Trust starts at 0 (stranger) for every task type, so {crow.name} speaks when addressed. "
+        f"Say hello in dm-{crow.name.lower()}."
+    )
+
+
+def _nest(order: Order, boss: Crow) -> str:
+    crows = [_roster_name(c) for c in order.crows]
+    nest = create_nest(order.name, crows=crows, created_by=boss.name)
+    return (
+        f"Nest {nest.name} ({nest.nest_id}) is up with {', '.join(nest.core)}. "
+        "Quill and I serve it too. Counted, budgeted, done."
+    )
+
+
+def _retire(order: Order, boss: Crow, inv: Invocation) -> str:
+    crow = Crow.objects.filter(name__iexact=order.name).first()
+    if crow is not None:
+        holding = queries.open_claims_of(crow.name)
+        if holding:
+            return f"{crow.name} isn't idle: it still holds {', '.join(holding)}. Not retiring it until that's delivered."
+        busy = Invocation.objects.filter(
+            crow=crow.name, status__in=(Invocation.Status.QUEUED, Invocation.Status.RUNNING)
+        ).exclude(id=inv.id)
+        if busy.exists():
+            return f"{crow.name} isn't idle: it is speaking in a room right now. Ask me again in a moment."
+    retired = retire_crow(order.name, retired_by=boss.name, reason=f"the owner asked in {inv.trigger.msg_id}")
+    return f"Retired {retired.name}, with the usual forty-second speech. Its rooms carry on without it."
+
+
+def handle(inv: Invocation, boss: Crow) -> object:
+    """Boss's answer to an owner's order (a Reply), or None to let its brain answer."""
+    from nests.actions.chat.crows import Reply
+
+    trigger = inv.trigger
+    if trigger.author != OWNER or inv.reason not in ("addressed", "direct"):
+        return None
+    order = parse_order(trigger.text)
+    if order is None:
+        return None
+    try:
+        if order.verb == "hatch":
+            said = _hatch(order, boss)
+        elif order.verb == "nest":
+            said = _nest(order, boss)
+        else:
+            said = _retire(order, boss, inv)
+    except CrowsError as refusal:
+        said = f"Can't do that: {refusal.message}."
+    return Reply(
+        text=f"[ACK {trigger.msg_id}] {_opener(boss, trigger.msg_id)} {said}",
+        refers_to=trigger.msg_id,
+        to=OWNER,
+        closes=True,
+    )

@@ -1,0 +1,253 @@
+"""Nest budgets (CHATROOM_SPEC 9, DECISIONS.md "Chatroom").
+
+Each owner message grants the room CROWS_EXCHANGES_PER_TURN crow invocations; unused ones
+do not carry over. Each room also has CROWS_NEST_TOKEN_BUDGET tokens per day. Every crow
+invocation takes one exchange, whoever caused it, so a chain of crows calling crows ends
+when the turn's exchanges do. Wind-down is said in the room, once per turn (exchanges) or
+per day (tokens), as a harness message, not only put into prompts.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import date
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from flock.errors import BadInput
+from flock.events import lock_event_log
+from nests.models import Nest, NestBudget
+
+HARNESS = "harness"
+# "Running low" means a quarter of the turn's exchanges, or a tenth of the day's tokens.
+LOW_EXCHANGES_SHARE = 0.25
+LOW_TOKENS_SHARE = 0.10
+TOP_UP_EXCHANGES_MAX = 1000
+TOP_UP_TOKENS_MAX = 10_000_000
+BUDGET_SPENT = "budget spent"
+TOKENS_SPENT = "token budget spent"
+STALLED_ERRORS = (BUDGET_SPENT, TOKENS_SPENT)
+
+
+def _today() -> date:
+    return timezone.localdate()
+
+
+def _roll_day(budget: NestBudget) -> None:
+    today = _today()
+    if budget.day != today:
+        budget.day = today
+        budget.tokens_used = 0
+        budget.tokens_extra = 0
+
+
+def locked_budget(nest: Nest) -> NestBudget:
+    """The room's budget row, locked for the caller's transaction, rolled to today.
+
+    The room's own row is locked first, always: post_message holds it when it spends an
+    exchange, and a notice posted while the budget is locked takes it too, so taking the
+    two in one order everywhere keeps PostgreSQL from deadlocking on them."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("locked_budget() must run inside transaction.atomic")
+    Nest.objects.select_for_update().filter(pk=nest.pk).first()
+    NestBudget.objects.get_or_create(nest=nest)
+    budget = NestBudget.objects.select_for_update().get(nest=nest)
+    _roll_day(budget)
+    return budget
+
+
+def read_budget(nest: Nest) -> NestBudget:
+    """The room's budget for reading (not locked, not saved); a fresh room has none yet."""
+    budget = NestBudget.objects.filter(nest=nest).first() or NestBudget(nest=nest)
+    _roll_day(budget)
+    return budget
+
+
+def tokens_allowed(budget: NestBudget) -> int:
+    return settings.CROWS_NEST_TOKEN_BUDGET + budget.tokens_extra
+
+
+def tokens_left(budget: NestBudget) -> int:
+    return max(0, tokens_allowed(budget) - budget.tokens_used)
+
+
+def budget_view(budget: NestBudget) -> dict[str, Any]:
+    return {
+        "turn": budget.turn,
+        "exchanges_per_turn": settings.CROWS_EXCHANGES_PER_TURN,
+        "exchanges_granted": budget.exchanges_granted,
+        "exchanges_left": budget.exchanges_left,
+        "tokens_per_day": settings.CROWS_NEST_TOKEN_BUDGET,
+        "tokens_topped_up": budget.tokens_extra,
+        "tokens_used_today": budget.tokens_used,
+        "tokens_left_today": tokens_left(budget),
+    }
+
+
+def budget_note(budget: NestBudget) -> str:
+    """One line every crow prompt carries, so crows see what the owner sees."""
+    return (
+        f"{budget.exchanges_left} of {budget.exchanges_granted} crow exchanges left this turn; "
+        f"{tokens_left(budget):,} of {tokens_allowed(budget):,} tokens left today in this room. "
+        "Be brief when either runs low."
+    )
+
+
+def grant_turn(nest: Nest) -> NestBudget:
+    """The owner spoke: a fresh turn of exchanges (the old turn's leftovers lapse)."""
+    budget = locked_budget(nest)
+    budget.turn += 1
+    budget.exchanges_granted = budget.exchanges_left = settings.CROWS_EXCHANGES_PER_TURN
+    budget.save()
+    return budget
+
+
+def can_spend(budget: NestBudget) -> bool:
+    return budget.exchanges_left > 0 and tokens_left(budget) > 0
+
+
+def take_exchange(nest: Nest) -> tuple[NestBudget, bool]:
+    """Spend one exchange for one crow invocation, if both budgets allow it."""
+    budget = locked_budget(nest)
+    if not can_spend(budget):
+        budget.save()
+        return budget, False
+    budget.exchanges_left -= 1
+    budget.save()
+    return budget, True
+
+
+def charge_tokens(nest: Nest, tokens: int) -> NestBudget:
+    """Add a brain call's tokens to today's count (after the call: its size is known then)."""
+    with transaction.atomic():
+        lock_event_log()
+        budget = locked_budget(nest)
+        budget.tokens_used += max(0, int(tokens))
+        budget.save()
+        announce_wind_down(nest, budget)
+    return budget
+
+
+def _announce(nest: Nest, text: str) -> None:
+    from nests.actions.messages import post_message
+
+    post_message(nest.nest_id, author=HARNESS, text=text, kind="say", tagged_by="header")
+
+
+def announce_wind_down(nest: Nest, budget: NestBudget) -> None:
+    """Say in the room when a budget runs low, once per turn or day; call with it locked."""
+    if budget.exchanges_granted > 0 and budget.low_announced_turn != budget.turn:
+        low = max(1, math.floor(budget.exchanges_granted * LOW_EXCHANGES_SHARE))
+        if 0 < budget.exchanges_left <= low:
+            budget.low_announced_turn = budget.turn
+            budget.save(update_fields=["low_announced_turn"])
+            _announce(
+                nest,
+                f"Wind-down: {budget.exchanges_left} of {budget.exchanges_granted} crow exchanges "
+                "left this turn. Crows, wrap up and deliver what you have.",
+            )
+    allowed = tokens_allowed(budget)
+    left = tokens_left(budget)
+    if allowed > 0 and 0 < left <= allowed * LOW_TOKENS_SHARE and budget.tokens_low_announced != budget.day:
+        budget.tokens_low_announced = budget.day
+        budget.save(update_fields=["tokens_low_announced"])
+        _announce(
+            nest,
+            f"Wind-down: {left:,} of {allowed:,} tokens left today in this room. Keep it short.",
+        )
+
+
+def announce_spent(nest: Nest, budget: NestBudget) -> None:
+    """Say once that crows are resting because a budget is spent; call with it locked.
+
+    A turn that granted nothing (CROWS_EXCHANGES_PER_TURN=0: crows switched off) says
+    nothing, so a room used only by people is not filled with notices."""
+    if tokens_left(budget) <= 0 and tokens_allowed(budget) > 0:
+        if budget.tokens_spent_announced != budget.day:
+            budget.tokens_spent_announced = budget.day
+            budget.save(update_fields=["tokens_spent_announced"])
+            _announce(
+                nest,
+                f"Budget spent: all {tokens_allowed(budget):,} tokens for today are used in this "
+                "room. Crows rest until tomorrow or until the owner tops up the budget.",
+            )
+        return
+    if budget.exchanges_granted > 0 and budget.spent_announced_turn != budget.turn:
+        budget.spent_announced_turn = budget.turn
+        budget.save(update_fields=["spent_announced_turn"])
+        _announce(
+            nest,
+            f"Budget spent: all {budget.exchanges_granted} crow exchanges of this turn are used. "
+            "Crows rest until the owner posts again or tops up the budget.",
+        )
+
+
+def _amount(value: object, name: str, maximum: int) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadInput(f"{name} must be a whole number")
+    if not 1 <= value <= maximum:
+        raise BadInput(f"{name} must be between 1 and {maximum:,}, got {value}")
+    return value
+
+
+def top_up_budget(nest: Nest, *, exchanges: object = None, tokens: object = None) -> NestBudget:
+    """The owner adds exchanges to this turn and/or tokens to today, and the room hears it.
+
+    A top-up is not an owner message: it does not start a new turn, so the crows pick up
+    where the budget stopped them only when something new is posted."""
+    extra_exchanges = _amount(exchanges, "exchanges", TOP_UP_EXCHANGES_MAX)
+    extra_tokens = _amount(tokens, "tokens", TOP_UP_TOKENS_MAX)
+    if not extra_exchanges and not extra_tokens:
+        raise BadInput("give exchanges and/or tokens to add")
+    with transaction.atomic():
+        lock_event_log()
+        budget = locked_budget(nest)
+        budget.exchanges_granted += extra_exchanges
+        budget.exchanges_left += extra_exchanges
+        budget.tokens_extra += extra_tokens
+        # A topped-up budget may run low (and out) again, and should say so again.
+        if extra_exchanges:
+            budget.low_announced_turn = budget.spent_announced_turn = 0
+        if extra_tokens:
+            budget.tokens_low_announced = budget.tokens_spent_announced = None
+        budget.save()
+        added = " and ".join(
+            part
+            for part in (
+                f"{extra_exchanges} exchanges" if extra_exchanges else "",
+                f"{extra_tokens:,} tokens" if extra_tokens else "",
+            )
+            if part
+        )
+        _announce(
+            nest,
+            f"The owner topped up this room: +{added}. Now {budget.exchanges_left} exchanges left "
+            f"this turn and {tokens_left(budget):,} tokens left today.",
+        )
+        _resume_stalled(nest, budget)
+    return budget
+
+
+def _resume_stalled(nest: Nest, budget: NestBudget) -> None:
+    """Invocations this turn that the spent budget stopped run now, oldest first, as far
+    as the new budget goes: a top-up picks the conversation up where it stopped."""
+    from nests.models import Invocation
+    from nests.tasks_chat import run_invocation
+
+    stalled = Invocation.objects.filter(
+        nest=nest, turn=budget.turn, status=Invocation.Status.SKIPPED, error__in=STALLED_ERRORS
+    ).order_by("id")
+    for invocation in stalled:
+        if budget.exchanges_left <= 0 or tokens_left(budget) <= 0:
+            break
+        budget.exchanges_left -= 1
+        invocation.status = Invocation.Status.QUEUED
+        invocation.error = ""
+        invocation.save(update_fields=["status", "error"])
+        run_invocation.enqueue(invocation.id)
+    budget.save()

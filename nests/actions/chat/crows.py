@@ -1,0 +1,326 @@
+"""Invoking a crow: read the room, let the crow's brain think, and post its reply through
+post_message, the same action the API uses, so the reply is rate-limited, tagged by Jev,
+numbered and dispatched like any other post (a claim it makes invokes it again to deliver).
+
+Quill and Boss answer some owner messages from the database rather than from their brains:
+a status question, a relay into another room, a hatch/nest/retire order. The brain
+cannot be trusted to know who claimed what, or to have hatched a crow.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from flock.actions import record_flight
+from flock.brains import BrainRequest, Persona, get_brain
+from flock.brains.header import format_header, parse_header, strip_header
+from flock.errors import CrowsError
+from flock.events import lock_event_log
+from flock.models import Crow
+from nests import queries
+from nests.actions.chat import budgets
+from nests.actions.chat.claims import mark_answered, request_for
+from nests.actions.chat.quill import task_words
+from nests.models import ChatRequest, Invocation, NestMessage
+
+log = logging.getLogger("crows.chat")
+
+CHAT_MAX_TOKENS = 700
+HISTORY = 20
+TEXT_MAX = 2000
+OWNER = "owner"
+HARNESS = "harness"
+# Words for a reply that was only a header ("[CLAIM launch-1]" and nothing else).
+BARE_HEADER_WORDS = {
+    "claim": "Mine.",
+    "deliver": "Done.",
+    "decline": "Declining.",
+    "say": "Seen.",
+    "refer": "See the artifact named above.",
+}
+WHY = {
+    "addressed": "you were addressed by name, so you must respond: claim, deliver, or decline with a reason",
+    "direct": "this is your direct chat with the owner: you always answer",
+    "fit": "you are the best-fitting crow allowed to claim this open request",
+    "redispatch": "the crow picked before you declined; you are the next best fit",
+    "lens": "this is a conspiracy request: several crows each give a distinct reading",
+    "claim_deliver": "you claimed this request: deliver it now",
+    "quill_default": "the owner asked the room a question with nobody named, and you are the owner's contact",
+    "quill_route": "nobody in the room may claim this open request yet; route it to a crow by name",
+    "relay_back": "a result came back for a request you relayed for the owner",
+    "nudge": "the harness nudged you about something you said you would do",
+}
+
+
+@dataclass
+class Reply:
+    """What a deterministic handler (Quill, Boss) wants posted."""
+
+    text: str
+    kind: str | None = None
+    refers_to: str | None = None
+    to: str | None = None
+    nest_id: str = ""
+    on_behalf_of: str = ""
+    relayed_from: str = ""
+    # The handler did what the message asked: a request it answers is closed as delivered,
+    # whatever kind Jev gives the reply.
+    closes: bool = False
+
+
+def persona_of(crow: Crow) -> Persona:
+    return Persona(
+        name=crow.name,
+        epithet=crow.epithet,
+        strength=crow.strength,
+        backstory=crow.backstory,
+        persona=crow.persona,
+        voice=crow.voice,
+        relationships=dict(crow.relationships or {}),
+        openers=tuple(crow.openers or ()),
+        closers=tuple(crow.closers or ()),
+    )
+
+
+def answered(inv: Invocation) -> tuple[NestMessage, ChatRequest | None]:
+    """The message the crow answers, and the request behind it if there is one: the
+    claimed request for a deliver, the request itself for a lens or a re-dispatch."""
+    trigger = inv.trigger
+    request: ChatRequest | None
+    if inv.reason == "claim_deliver":
+        request = trigger.claim.request
+    elif inv.reason in ("lens", "redispatch", "relay_back"):
+        request = request_for(trigger.nest, trigger.refers_to)
+    else:
+        request = ChatRequest.objects.filter(message=trigger).first()
+    if request is not None and inv.reason != "relay_back":
+        return request.message, request
+    return trigger, request
+
+
+def _start(invocation_id: int) -> Invocation | None:
+    with transaction.atomic():
+        lock_event_log()
+        inv = (
+            Invocation.objects.select_for_update()
+            .select_related("nest", "trigger", "trigger__nest")
+            .filter(id=invocation_id)
+            .first()
+        )
+        # RUNNING again means a process died mid-invocation and the task was re-queued.
+        if inv is None or inv.status not in (Invocation.Status.QUEUED, Invocation.Status.RUNNING) or inv.reply_id:
+            return None
+        inv.status = Invocation.Status.RUNNING
+        inv.save(update_fields=["status"])
+    return inv
+
+
+def _finish(inv: Invocation, status: str, *, reply: NestMessage | None = None, tokens: int = 0, error: str = "") -> Invocation:
+    inv.status = status
+    inv.reply = reply
+    inv.tokens = tokens
+    inv.error = error[:2000]
+    inv.finished_at = timezone.now()
+    inv.save(update_fields=["status", "reply", "tokens", "error", "finished_at"])
+    return inv
+
+
+def _history(inv: Invocation, crow: Crow) -> list[dict[str, str]]:
+    """The room's recent log as the crow's conversation: its own posts as its turns (with
+    their headers, so it knows what it has claimed), everyone else's as the user's."""
+    rows = list(
+        NestMessage.objects.filter(nest=inv.nest, n__lte=inv.trigger.n).order_by("-n")[:HISTORY]
+    )[::-1]
+    turns = []
+    for m in rows:
+        if m.author == crow.name:
+            verb = {"claim": "CLAIM", "deliver": "RESULT", "decline": "DECLINE"}.get(m.kind)
+            head = f"{format_header(verb, m.refers_to)} " if verb and m.refers_to else ""
+            turns.append({"role": "assistant", "content": f"{head}{m.text}"})
+        else:
+            to = f" to @{m.to}" if m.to else ""
+            turns.append({"role": "user", "content": f"{m.author}{to} [{m.msg_id}, {m.kind}]: {m.text}"})
+    return turns
+
+
+def _system(inv: Invocation, crow: Crow, request: ChatRequest | None, note: str) -> str:
+    members = ", ".join(["owner", *queries.crow_members(inv.nest)])
+    lines = [
+        f"Room: {inv.nest.name} ({inv.nest.nest_id}); members: {members}.",
+        f"Why you are speaking now: {WHY.get(inv.reason, inv.reason)}.",
+        f"Budget: {note}",
+    ]
+    if request is not None:
+        claims = list(request.claims.all())
+        if request.mode == ChatRequest.Mode.CONSPIRACY:
+            others = "; ".join(f"{c.crow} ({c.lens or 'own lens'})" for c in claims if c.crow != crow.name)
+            lines.append(
+                f"This request takes several readings. Your lens: {crow.strength}. "
+                + (f"Readings so far: {others}. Do not restate them." if others else "You are the first.")
+            )
+        elif claims and claims[0].crow != crow.name:
+            lines.append(f"{claims[0].crow} already claimed it: you may review, but not redo it.")
+    return "\n".join(lines)
+
+
+def _brain_reply(inv: Invocation, crow: Crow) -> tuple[str, int, str]:
+    """(text, tokens, error) from the crow's brain; text "" when it failed."""
+    ref, request = answered(inv)
+    with transaction.atomic():
+        lock_event_log()
+        budget = budgets.locked_budget(inv.nest)
+        left = budgets.tokens_left(budget)
+        note = budgets.budget_note(budget)
+        budget.save()
+    if left <= 0:
+        return "", 0, budgets.TOKENS_SPENT
+    requester = request.requester if request is not None else ref.author
+    context: dict[str, object] = {
+        "msg_id": ref.msg_id,
+        "requester": requester,
+        "budget_note": note,
+        "nest_id": inv.nest.nest_id,
+        "to": ref.to,
+        "listener": requester,
+        "request_text": task_words(ref.text),
+        "reason": "",
+    }
+    if inv.expect:
+        context["expect"] = inv.expect
+    if request is not None:
+        context.update(mode=request.mode, task_type=request.task_type)
+        if request.mode == ChatRequest.Mode.CONSPIRACY:
+            context["lens"] = crow.strength
+    brain_request = BrainRequest(
+        persona=persona_of(crow),
+        task="chat",
+        messages=_history(inv, crow),
+        max_tokens=max(1, min(CHAT_MAX_TOKENS, left)),
+        context=context,
+        system=_system(inv, crow, request, note),
+    )
+    reply = get_brain(crow.brain_spec).think(brain_request)
+    tokens = int(reply.tokens_in) + int(reply.tokens_out)
+    record_flight(
+        crow=crow.name,
+        provider=reply.provider,
+        model=reply.model,
+        task="chat",
+        ok=reply.ok,
+        tokens_in=reply.tokens_in,
+        tokens_out=reply.tokens_out,
+        latency_ms=reply.latency_ms,
+        error=reply.error,
+        task_type=request.task_type if request is not None else "chat",
+        nest_id=inv.nest.nest_id,
+        msg_id=ref.msg_id,
+    )
+    if tokens:
+        budgets.charge_tokens(inv.nest, tokens)
+    if not reply.ok:
+        return "", tokens, reply.error or "the brain gave no reason"
+    if not reply.text.strip():
+        return "", tokens, "the brain said nothing"
+    return reply.text.strip(), tokens, ""
+
+
+def _shape(inv: Invocation, raw: str) -> Reply:
+    """A brain's text as a post: its header re-pointed at a message of this room (a brain
+    may invent ids), the body cut to the text cap, and a bare header given words."""
+    ref, _ = answered(inv)
+    header = parse_header(raw)
+    if header is None:
+        return Reply(text=_cut(raw), refers_to=ref.msg_id)
+    body = strip_header(raw).strip() or BARE_HEADER_WORDS.get(header.kind, "Seen.")
+    if header.verb == "REFER":
+        return Reply(text=_cut(body), kind="refer", refers_to=ref.msg_id)
+    refers = header.refers_to
+    if not NestMessage.objects.filter(nest=inv.nest, msg_id=refers).exists():
+        refers = ref.msg_id
+    # The header stays on the text so Jev reads the crow's words as it wrote them.
+    return Reply(text=f"{format_header(header.verb, refers)} {_cut(body)}", refers_to=refers)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= TEXT_MAX else text[: TEXT_MAX - 1].rstrip() + "…"
+
+
+def _special(inv: Invocation, crow: Crow) -> object:
+    """Quill's and Boss's answers built from the database (a Reply to post, or a message
+    they already posted), or None for the brain."""
+    from nests.actions.chat import boss, quill
+
+    if crow.role == Crow.Role.CHIEF_OF_STAFF:
+        return boss.handle(inv, crow)
+    if crow.role == Crow.Role.ASSISTANT:
+        return quill.handle(inv, crow)
+    return None
+
+
+def _post(inv: Invocation, crow: Crow, reply: Reply) -> NestMessage:
+    from nests.actions.messages import post_message
+
+    return post_message(
+        reply.nest_id or inv.nest.nest_id,
+        author=crow.name,
+        text=reply.text,
+        kind=reply.kind,
+        refers_to=reply.refers_to,
+        to=reply.to,
+        invocation=inv,
+        on_behalf_of=reply.on_behalf_of,
+        relayed_from=reply.relayed_from,
+    )
+
+
+def _say_for(inv: Invocation, text: str) -> None:
+    """A harness note in the room, so a requester is never left waiting in silence."""
+    from nests.actions.messages import post_message
+
+    post_message(inv.nest.nest_id, author=HARNESS, text=text, kind="say", tagged_by="header")
+
+
+def invoke_crow(invocation_id: int) -> Invocation | None:
+    """Run one queued invocation to its end: done, skipped or failed. Never raises for a
+    domain reason; the invocation row says what happened."""
+    inv = _start(invocation_id)
+    if inv is None:
+        return None
+    crow = Crow.objects.filter(name=inv.crow).first()
+    if crow is None or crow.status != Crow.Status.ACTIVE:
+        state = crow.status if crow is not None else "gone"
+        return _finish(inv, Invocation.Status.SKIPPED, error=f"{inv.crow} is {state}")
+    try:
+        special = _special(inv, crow)
+        if isinstance(special, NestMessage):
+            return _finish(inv, Invocation.Status.DONE, reply=special)
+        if isinstance(special, Reply):
+            message = _post(inv, crow, special)
+            if special.closes:
+                mark_answered(inv.trigger)
+            return _finish(inv, Invocation.Status.DONE, reply=message)
+        text, tokens, error = _brain_reply(inv, crow)
+        if not text:
+            if error == budgets.TOKENS_SPENT:
+                with transaction.atomic():
+                    lock_event_log()
+                    budgets.announce_spent(inv.nest, budgets.locked_budget(inv.nest))
+                return _finish(inv, Invocation.Status.SKIPPED, tokens=tokens, error=error)
+            ref, _ = answered(inv)
+            _say_for(inv, f"{crow.name} could not answer {ref.msg_id}: {error}")
+            return _finish(inv, Invocation.Status.FAILED, tokens=tokens, error=error)
+        message = _post(inv, crow, _shape(inv, text))
+        return _finish(inv, Invocation.Status.DONE, reply=message, tokens=tokens)
+    except CrowsError as exc:
+        # A refusal of the reply itself (rate limit, membership lost meanwhile): logged on
+        # the invocation; the room is not told, since telling it would be another post.
+        log.info("invocation %s of %s ended: %s", inv.id, crow.name, exc.message)
+        return _finish(inv, Invocation.Status.FAILED, error=exc.message)
+    except Exception as exc:
+        # A bug must not leave the invocation "running" forever; the task records the rest.
+        _finish(inv, Invocation.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
+        raise

@@ -1,0 +1,316 @@
+"""Who answers: the one crow a new message invokes, if any (CHATROOM_SPEC 5, EVENTS.md).
+
+Runs inside post_message's transaction, after the message is stored and its event
+emitted, with the nest row locked. A message invokes at most one crow (Invocation.trigger
+is unique), and only if the room's budget grants an exchange; the invocation is enqueued
+as a Django task in the same transaction, so the worker sees it exactly when the message
+commits. The rules, in order:
+
+1. A claim that stood invokes its claimer to deliver.
+2. A deliver on a conspiracy request invokes the next lens (the best-fitting crow allowed
+   to claim that has not yet), up to the cap; a deliver on a request Quill relayed from
+   another room invokes Quill to carry the result back.
+3. A decline by a crow the harness picked (not one the requester addressed) passes the
+   request to the next best-fitting crow allowed to claim it.
+4. In a direct chat, an owner message invokes that chat's crow.
+5. An owner message addressed to a crow invokes it: it must respond. A crow's request to
+   another crow does the same if the asking crow may open requests (trusted, or Quill/Boss).
+6. An unaddressed request goes to the best-fitting crow allowed to claim it (a regular or
+   trusted crow for the request's task type); if no crow may, an owner's request goes to
+   Quill, who routes it to a crow by name.
+7. An unaddressed owner question goes to Quill.
+8. A harness nudge invokes the crow it is addressed to.
+Anything else (talk, claims that were refused, results, refers) invokes nobody.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+from django.conf import settings
+
+from flock import jev as jev_service
+from flock.actions import log_jev_tag
+from flock.models import Crow
+from nests import queries
+from nests.actions.chat import budgets
+from nests.actions.chat.claims import CONSPIRACY_CAP, decliners
+from nests.models import ChatRequest, Claim, Invocation, Nest, NestMessage
+
+log = logging.getLogger("crows.chat")
+
+OWNER = "owner"
+HARNESS_AUTHORS = ("harness", "Sentry")
+FIT_VERSION = "crow-fit-1"
+_QUESTION_START = re.compile(
+    r"^\s*(?:@\w+[\s,:]*)?(what|what's|whats|who|who's|where|when|why|how|which|is|are|was|were|do|does|"
+    r"did|can|could|should|would|will|has|have|any)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class Decision:
+    crow: str
+    reason: str
+    expect: str
+    fit: float | None = None
+    candidates: dict[str, float] = field(default_factory=dict)
+
+
+def is_question(text: str) -> bool:
+    return "?" in text or bool(_QUESTION_START.match(text))
+
+
+def _crow(name: str) -> Crow | None:
+    return Crow.objects.filter(name=name).first()
+
+
+def _has_role_rights(crow: Crow) -> bool:
+    # Quill and Boss serve every room (DECISIONS.md): their roles let them open requests
+    # and relay whatever their trust ledger says.
+    return crow.role in (Crow.Role.ASSISTANT, Crow.Role.CHIEF_OF_STAFF)
+
+
+def may_open_requests(crow: Crow, task_type: str) -> bool:
+    """Trusted crows may start work and open requests to other crows (CHATROOM_SPEC 5)."""
+    return crow.status == Crow.Status.ACTIVE and (
+        _has_role_rights(crow) or queries.trust_level(crow.name, task_type) >= queries.TRUSTED
+    )
+
+
+def _profile(crow: Crow) -> str:
+    return f"{crow.epithet}. {crow.strength}. Best at: {', '.join(crow.task_types or [])}."
+
+
+def fit_scores(nest: Nest, text: str, task_type: str, *, exclude: set[str], need_level: int) -> dict[str, float]:
+    """Crow-task fit for every worker in the room who may take the work (CHATROOM_SPEC 7a).
+
+    fit = Jev's fit_score of the request against the crow's strength, lifted a little when
+    the request's task type is one the crow is best at, then weighted by the crow's trust
+    for that task type and its recent results (the share of its last flights that came
+    back): score = fit x (1 + 0.25 level) x (0.75 + 0.5 recent)."""
+    members = set(queries.crow_members(nest))
+    scores: dict[str, float] = {}
+    for crow in queries.worker_crows():
+        if crow.name in exclude or crow.name not in members or crow.status != Crow.Status.ACTIVE:
+            continue
+        level = queries.trust_level(crow.name, task_type)
+        if level < need_level:
+            continue
+        try:
+            fit = jev_service.fit_score(text, _profile(crow))
+        except Exception:
+            log.warning("fit_score failed for %s; scoring 0", crow.name, exc_info=True)
+            fit = 0.0
+        if task_type in (crow.task_types or []):
+            fit += 0.02
+        recent = queries.recent_success(crow.name)
+        scores[crow.name] = round(fit * (1 + 0.25 * level) * (0.75 + 0.5 * recent), 6)
+    return scores
+
+
+def best_fit(
+    nest: Nest, message: NestMessage, text: str, task_type: str, *, exclude: set[str], need_level: int
+) -> tuple[str, dict[str, float]]:
+    """The best-fitting crow ("" if none) and every score, logged as a JevTag so the owner
+    can see why it was chosen."""
+    scores = fit_scores(nest, text, task_type, exclude=exclude, need_level=need_level)
+    if not scores:
+        return "", {}
+    # Ties (often 0.0 for a request in words no persona uses) go to roster order.
+    choice = max(scores, key=lambda name: scores[name])
+    log_jev_tag(
+        SimpleNamespace(
+            question="crow_fit",
+            choice=choice,
+            probs=scores,
+            band="high" if scores[choice] > 0 else "unsure",
+            impl="fit_score",
+            version=FIT_VERSION,
+            latency_ms=0.0,
+        ),
+        subject=message.msg_id,
+        text=text,
+        outcome={"task_type": task_type, "need_level": need_level},
+    )
+    return choice, scores
+
+
+def _relayed_from_elsewhere(request: ChatRequest) -> bool:
+    return bool(request.relayed_from) and (
+        NestMessage.objects.filter(msg_id=request.relayed_from).exclude(nest=request.nest).exists()
+    )
+
+
+# Sentry and Elder serve every room but do not chat: the Sentry speaks only in flags.
+SILENT_ROLES = (Crow.Role.SENTRY, Crow.Role.ELDER)
+
+
+def _active(name: str) -> Crow | None:
+    """The crow if it may be invoked at all: active (not quarantined or retired), not silent."""
+    crow = _crow(name)
+    if crow is None or crow.status != Crow.Status.ACTIVE or crow.role in SILENT_ROLES:
+        return None
+    return crow
+
+
+def _next_lens(request: ChatRequest, message: NestMessage) -> Decision | None:
+    taken = set(request.claims.values_list("crow", flat=True))
+    if len(taken) >= CONSPIRACY_CAP:
+        return None
+    choice, scores = best_fit(
+        request.nest, message, request.message.text, request.task_type,
+        exclude=taken | {request.requester}, need_level=queries.REGULAR,
+    )
+    if not choice:
+        return None
+    return Decision(choice, "lens", "claim", scores[choice], scores)
+
+
+def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | None) -> Decision | None:
+    """The one crow `message` invokes, or None. `claim` is the claim this message made
+    (if it stood); `request` is the request this message is (if it is one) or answers."""
+    nest = message.nest
+    author = message.author
+    kind = message.kind
+
+    if author in HARNESS_AUTHORS:
+        if kind == "nudge" and message.to and _active(message.to):
+            return Decision(message.to, "nudge", "")
+        return None
+    if claim is not None:
+        return Decision(claim.crow, "claim_deliver", "deliver")
+    if kind == "deliver" and request is not None and author != OWNER:
+        if request.mode == ChatRequest.Mode.CONSPIRACY:
+            lens = _next_lens(request, message)
+            if lens is not None:
+                return lens
+        quill = queries.quill()
+        if quill is not None and _relayed_from_elsewhere(request):
+            return Decision(quill.name, "relay_back", "say")
+        return None
+    if kind == "decline" and request is not None and author != OWNER:
+        if request.addressed or request.state != ChatRequest.State.OPEN:
+            return None
+        choice, scores = best_fit(
+            nest, message, request.message.text, request.task_type,
+            exclude=decliners(request) | {request.requester}, need_level=queries.REGULAR,
+        )
+        return Decision(choice, "redispatch", "claim", scores[choice], scores) if choice else None
+    if kind not in ("say", "request") and author != OWNER:
+        return None
+    # The owner never claims or delivers; an owner message Jev tags as one of the crows'
+    # kinds is talk as far as who answers is concerned.
+
+    addressed = message.to if message.to and message.to != OWNER else ""
+    if nest.kind == Nest.Kind.DIRECT:
+        crow = queries.direct_chat_crow(nest.nest_id)
+        if author == OWNER and crow is not None and _active(crow.name):
+            return Decision(crow.name, "direct", "claim" if kind == "request" else "say")
+        return None
+
+    relayed_for_owner = (
+        kind == "request" and request is not None and request.message_id == message.id
+        and request.requester == OWNER and bool(request.relayed_from)
+    )
+    if author == OWNER or relayed_for_owner:
+        # The owner, or Quill carrying the owner's words into this room.
+        if addressed and addressed != author:
+            if not _active(addressed):
+                return None
+            return Decision(addressed, "addressed", "claim" if kind == "request" else "say")
+        if kind == "request" and request is not None:
+            choice, scores = best_fit(
+                nest, message, message.text, request.task_type,
+                exclude={author}, need_level=queries.REGULAR,
+            )
+            if choice:
+                return Decision(choice, "fit", "claim", scores[choice], scores)
+            quill = queries.quill()
+            if quill is not None and quill.name != author:
+                return Decision(quill.name, "quill_route", "say")
+            return None
+        if author == OWNER and is_question(message.text):
+            quill = queries.quill()
+            return Decision(quill.name, "quill_default", "say") if quill else None
+        return None
+
+    # A crow speaking. Only a request can call another crow in, and only from a crow that
+    # may open requests; crows' talk never invokes anyone, so chatter cannot loop.
+    asker = _crow(author)
+    if kind != "request" or request is None or asker is None or not may_open_requests(asker, request.task_type):
+        return None
+    if message.to == OWNER:
+        # A crow asking the owner for something: no crow is called in.
+        return None
+    if addressed:
+        return Decision(addressed, "addressed", "claim") if addressed != author and _active(addressed) else None
+    choice, scores = best_fit(
+        nest, message, message.text, request.task_type, exclude={author}, need_level=queries.REGULAR
+    )
+    return Decision(choice, "fit", "claim", scores[choice], scores) if choice else None
+
+
+def _max_chain() -> int:
+    return max(1, settings.CROWS_EXCHANGES_PER_TURN)
+
+
+def route_message(
+    message: NestMessage,
+    *,
+    claim: Claim | None,
+    request: ChatRequest | None,
+    parent: Invocation | None,
+    owner_turn: bool,
+) -> Invocation | None:
+    """Grant the owner's turn, decide who answers, spend an exchange and enqueue the crow.
+
+    The loop guard: every invocation spends one of the room's exchanges, which only an
+    owner message (or top-up) restores, and a chain of invocations each caused by the
+    previous one's reply stops at CROWS_EXCHANGES_PER_TURN links even if the owner keeps
+    posting meanwhile. Both hold whatever the brains say."""
+    nest = message.nest
+    if owner_turn:
+        budgets.grant_turn(nest)
+    decision = decide(message, claim=claim, request=request)
+    if decision is None:
+        return None
+    depth = (parent.depth + 1) if parent is not None else 1
+    budget = budgets.locked_budget(nest)
+    granted = False
+    if not budgets.can_spend(budget):
+        refusal = budgets.BUDGET_SPENT
+    elif depth > max(_max_chain(), budget.exchanges_granted):
+        refusal = f"a chain of {depth - 1} crow invocations reached the loop guard"
+    else:
+        budget, granted = budgets.take_exchange(nest)
+        refusal = "" if granted else budgets.BUDGET_SPENT
+    invocation = Invocation.objects.create(
+        nest=nest,
+        crow=decision.crow,
+        trigger=message,
+        reason=decision.reason,
+        expect=decision.expect,
+        fit=decision.fit,
+        candidates=decision.candidates,
+        parent=parent,
+        depth=depth,
+        turn=budget.turn,
+        status=Invocation.Status.SKIPPED if refusal else Invocation.Status.QUEUED,
+        error=refusal,
+    )
+    if refusal:
+        if refusal == budgets.BUDGET_SPENT:
+            budgets.announce_spent(nest, budget)
+        return invocation
+    from nests.tasks_chat import run_invocation
+
+    # Enqueued in this transaction: the task row commits with the message, and the
+    # worker (woken on commit) cannot see one without the other.
+    run_invocation.enqueue(invocation.id)
+    budgets.announce_wind_down(nest, budget)
+    return invocation

@@ -1,0 +1,272 @@
+"""Quill, the assistant (CHATROOM_SPEC 6): the owner's default contact.
+
+- A status question ("what's happening?") is answered from the database: every recent
+  request of the room (or of the room named, or of every nest when asked in Quill's direct
+  chat), who claimed it, what was delivered and what is still open.
+- "ask the launch nest to draft the tweet" relays the request into that nest, addressed
+  by name to its best-fitting crow, on the owner's behalf (the result goes to the owner,
+  and Quill carries it back to the room the owner asked in).
+- An unaddressed owner request nobody in the room may claim yet is routed the same way
+  inside the room: addressing a crow by name gives even a stranger the right to answer.
+Anything else Quill is asked goes to its brain.
+"""
+
+from __future__ import annotations
+
+import re
+
+from flock import jev as jev_service
+from flock.models import Crow
+from nests import queries
+from nests.actions.chat.claims import mark_relayed, request_for
+from nests.actions.chat.dispatch import best_fit
+from nests.models import ChatRequest, Invocation, Nest, NestMessage
+
+OWNER = "owner"
+SUMMARY_REQUESTS = 10
+SUMMARY_NESTS = 5
+GIST_WORDS = 10
+
+# A question about the state of things, not a request that mentions a status ("draft a
+# status update" is work for a crow, "status?" is a question for Quill).
+STATUS_RE = re.compile(
+    r"\b(?:what(?:'s|s| is)\s+(?:happening|going on|up)|where\s+are\s+we|what(?:'s| is)\s+the\s+status|"
+    r"who(?:'s| is)\s+doing\s+what|any\s+(?:news|updates?)|update\s+me|what(?:'s| is)\s+(?:still\s+)?open)\b"
+    r"|\bstatus(?:\s+(?:update|report|check))?\s*\?|^\s*status\s*[.!]?\s*$",
+    re.IGNORECASE,
+)
+RELAY_RES = (
+    re.compile(
+        r"\b(?:ask|tell|get|have)\s+(?:the\s+)?(?P<nest>[\w][\w -]{0,40}?)\s+nest\s+(?:crows\s+)?(?:to\s+)?(?P<task>.+)$",
+        re.IGNORECASE | re.DOTALL,
+    ),
+    re.compile(
+        r"\b(?:ask|tell|get|have)\s+(?:the\s+)?nest\s+(?P<nest>[\w-]+)\s+(?:to\s+)?(?P<task>.+)$",
+        re.IGNORECASE | re.DOTALL,
+    ),
+    re.compile(
+        r"\b(?:relay|pass|send)\s+(?:this\s+|it\s+)?(?:on\s+)?(?:to|into)\s+(?:the\s+)?(?P<nest>[\w-]+)(?:\s+nest)?\s*[:,-]\s*(?P<task>.+)$",
+        re.IGNORECASE | re.DOTALL,
+    ),
+    re.compile(
+        r"\b(?:in|into)\s+(?:the\s+)?(?P<nest>[\w-]+)\s+nest\s*[:,]?\s*(?P<task>.+)$",
+        re.IGNORECASE | re.DOTALL,
+    ),
+)
+# How Quill opens a request it carries for the owner; a crow's brain is given the words after it.
+RELAY_PREAMBLE_RE = re.compile(r"^@[\w-]+,\s+(?:from|for)\s+@owner:\s*", re.IGNORECASE)
+NEST_WORD_RE = re.compile(r"\b(?:in|on|at|for|of)\s+(?:the\s+)?(?P<nest>[\w-]+)(?:\s+nest)?\b", re.IGNORECASE)
+MENTION_RE = re.compile(r"(?<![\w@])@[A-Za-z][\w-]*[,:]?\s*")
+
+
+def task_words(text: str) -> str:
+    """A request's own words, without the preamble Quill puts on requests it relays."""
+    return RELAY_PREAMBLE_RE.sub("", text).strip() or text
+
+
+def _words(text: str) -> str:
+    return " ".join(MENTION_RE.sub("", text).split())
+
+
+def is_status_question(text: str) -> bool:
+    return bool(STATUS_RE.search(_words(text)))
+
+
+def parse_relay(text: str) -> tuple[str, str] | None:
+    """(nest words, task) when the owner asks Quill to carry a request into a nest."""
+    words = _words(text)
+    for pattern in RELAY_RES:
+        m = pattern.search(words)
+        if m and queries.find_nest(m.group("nest")) is not None and m.group("task").strip(" .!"):
+            return m.group("nest"), m.group("task").strip().rstrip(".!")
+    m = RELAY_RES[0].search(words) or RELAY_RES[1].search(words)
+    return (m.group("nest"), m.group("task").strip()) if m else None
+
+
+def _gist(text: str) -> str:
+    words = text.split()
+    return " ".join(words[:GIST_WORDS]) + ("…" if len(words) > GIST_WORDS else "")
+
+
+def summarise_nest(nest: Nest) -> tuple[list[str], list[str]]:
+    """Lines on a room's recent requests, and the msg_ids still open (unclaimed, or
+    claimed and not delivered). Built from the request and claim rows, not a brain."""
+    lines = []
+    still_open = []
+    for request in queries.requests_in(nest, limit=SUMMARY_REQUESTS):
+        if request.message.to == OWNER:
+            # Something a crow asked of the owner, not crow work (often Jev reading a crow's
+            # own reply as a request).
+            continue
+        status = queries.request_status(request)
+        msg_id = status["msg_id"]
+        to = f" to @{status['addressed']}" if status["addressed"] else ""
+        if request.state == ChatRequest.State.RELAYED:
+            where = f"relayed as {request.relayed_to}"
+        elif status["claims"]:
+            parts = []
+            for c in status["claims"]:
+                done = f"delivered {c['delivered']}" if c["delivered"] else "not delivered yet"
+                parts.append(f"{c['crow']} claimed it ({c['msg_id']}), {done}")
+                if not c["delivered"]:
+                    still_open.append(msg_id)
+            where = "; ".join(parts)
+        elif request.state == ChatRequest.State.DECLINED:
+            where = f"declined by {', '.join(status['declined_by']) or 'the crow asked'}"
+        elif request.state == ChatRequest.State.DELIVERED:
+            where = "delivered"
+        else:
+            declined = f" ({', '.join(status['declined_by'])} declined)" if status["declined_by"] else ""
+            where = f"still open: nobody has claimed it{declined}"
+            still_open.append(msg_id)
+        mode = " [conspiracy]" if request.mode == ChatRequest.Mode.CONSPIRACY else ""
+        lines.append(f"- {msg_id} from {status['requester']}{to}{mode}: “{_gist(task_words(status['text']))}” — {where}.")
+    return lines, list(dict.fromkeys(still_open))
+
+
+def status_text(nests: list[Nest]) -> str:
+    blocks = []
+    for nest in nests:
+        lines, still_open = summarise_nest(nest)
+        if not lines:
+            count = NestMessage.objects.filter(nest=nest).count()
+            blocks.append(f"{nest.name} ({nest.nest_id}): no requests yet, {count} messages.")
+            continue
+        tail = f"Still open: {', '.join(still_open)}." if still_open else "Nothing is open."
+        blocks.append("\n".join([f"{nest.name} ({nest.nest_id}):", *lines, tail]))
+    if not blocks:
+        return "No nests have any requests yet."
+    return "\n".join(blocks)
+
+
+def _nests_asked_about(inv: Invocation, text: str) -> list[Nest]:
+    for m in NEST_WORD_RE.finditer(_words(text)):
+        named = queries.find_nest(m.group("nest"))
+        if named is not None:
+            return [named]
+    if inv.nest.kind == Nest.Kind.DIRECT:
+        busy = [n for n in queries.nests_for_listing() if queries.requests_in(n, limit=1)]
+        return busy[-SUMMARY_NESTS:] or queries.nests_for_listing()[:SUMMARY_NESTS]
+    return [inv.nest]
+
+
+def _cut(text: str, limit: int = 1900) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _task_type(text: str) -> str:
+    try:
+        return str(jev_service.ask("task_type", text).choice)
+    except Exception:
+        return "chat"
+
+
+def _pick_crow(nest: Nest, trigger: NestMessage, task: str) -> tuple[str, float]:
+    """The crow to address: the best fit among those allowed to claim, else the best fit
+    of any worker in the room (being addressed gives a stranger the right to answer)."""
+    task_type = _task_type(task)
+    for level in (queries.REGULAR, queries.STRANGER):
+        choice, scores = best_fit(nest, trigger, task, task_type, exclude=set(), need_level=level)
+        if choice:
+            return choice, scores[choice]
+    return "", 0.0
+
+
+def _relay(inv: Invocation, crow: Crow, nest_words: str, task: str) -> tuple[NestMessage | None, str]:
+    from nests.actions.chat.crows import Reply, _post
+
+    trigger = inv.trigger
+    target = queries.find_nest(nest_words)
+    if target is None:
+        known = ", ".join(n.nest_id for n in queries.nests_for_listing())
+        return None, f"I can't find a nest called “{nest_words}”. The nests are: {known}."
+    pick, fit = _pick_crow(target, trigger, task)
+    text = f"@{pick}, from @owner: {task}" if pick else f"From @owner: {task}"
+    relayed = _post(
+        inv,
+        crow,
+        Reply(
+            text=text, kind="request", nest_id=target.nest_id, on_behalf_of=OWNER, relayed_from=trigger.msg_id
+        ),
+    )
+    own = ChatRequest.objects.filter(message=trigger).first()
+    if own is not None:
+        mark_relayed(own, to_msg_id=relayed.msg_id)
+    who = f"asked @{pick} (best fit, {fit:.2f})" if pick else "nobody there fits it yet"
+    return relayed, f"Relayed to {target.name} as {relayed.msg_id}; {who}. I'll carry the result back."
+
+
+def _route(inv: Invocation, crow: Crow) -> NestMessage | str:
+    """An owner's open request nobody here may claim: address the best-fitting crow."""
+    from nests.actions.chat.crows import Reply, _post
+
+    trigger = inv.trigger
+    pick, fit = _pick_crow(inv.nest, trigger, trigger.text)
+    if not pick:
+        return (
+            "Nobody in this room can take that yet. Add a crow to the nest, or ask @Boss to hatch one."
+        )
+    text = _words(trigger.text)
+    relayed = _post(
+        inv,
+        crow,
+        Reply(
+            text=f"@{pick}, for @owner: {text}",
+            kind="request",
+            refers_to=trigger.msg_id,
+            on_behalf_of=OWNER,
+            relayed_from=trigger.msg_id,
+        ),
+    )
+    own = ChatRequest.objects.filter(message=trigger).first()
+    if own is not None:
+        mark_relayed(own, to_msg_id=relayed.msg_id)
+    return relayed
+
+
+def _relay_back(inv: Invocation) -> object:
+    from nests.actions.chat.crows import Reply
+
+    delivered = inv.trigger
+    request = request_for(delivered.nest, delivered.refers_to)
+    origin = NestMessage.objects.select_related("nest").filter(msg_id=request.relayed_from).first() if request else None
+    if origin is None:
+        return None
+    body = _cut(delivered.text, 1700)
+    return Reply(
+        text=f"[RESULT {origin.msg_id}] From {delivered.nest.name}: @{delivered.author} delivered "
+        f"{delivered.msg_id}.\n{body}",
+        refers_to=origin.msg_id,
+        to=OWNER,
+        nest_id=origin.nest.nest_id,
+    )
+
+
+def handle(inv: Invocation, crow: Crow) -> object:
+    """Quill's answer from the database (a Reply to post, or a message already posted), or
+    None to let its brain answer."""
+    from nests.actions.chat.crows import Reply
+
+    trigger = inv.trigger
+    if inv.reason == "relay_back":
+        return _relay_back(inv)
+    if inv.reason == "quill_route":
+        routed = _route(inv, crow)
+        if isinstance(routed, NestMessage):
+            return routed
+        return Reply(text=f"[ACK {trigger.msg_id}] {routed}", refers_to=trigger.msg_id, to=OWNER)
+    if trigger.author != OWNER:
+        return None
+    if is_status_question(trigger.text):
+        summary = status_text(_nests_asked_about(inv, trigger.text))
+        return Reply(
+            text=_cut(f"[ACK {trigger.msg_id}] Here's where we are.\n{summary}"),
+            refers_to=trigger.msg_id,
+            to=OWNER,
+            closes=True,
+        )
+    relay = parse_relay(trigger.text)
+    if relay is not None:
+        _, said = _relay(inv, crow, *relay)
+        return Reply(text=f"[ACK {trigger.msg_id}] {said}", refers_to=trigger.msg_id, to=OWNER)
+    return None

@@ -1,0 +1,48 @@
+"""The pipeline's side of an owner or timeout verdict: resume the item, or skip it.
+
+Trust calls `resume_after_verdict` (registered with `trust.actions.on_verdict`) inside
+the verdict's transaction, so an item never sits with a verdict it has not acted on.
+A timeout counts as a rejection (fail safe), with its own reason.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from nests.actions.lists.ending import (
+    OUTPUT_REJECTED,
+    OUTPUT_TIMEOUT,
+    TRIAGE_REJECTED,
+    TRIAGE_TIMEOUT,
+    lock_list,
+    mark_answered,
+    skip_item,
+)
+from nests.actions.lists.progress import start_flights
+from nests.models import Item
+from trust.models import Target, Verdict
+
+_SKIP_REASONS = {
+    (Target.TRIAGE, Verdict.Value.REJECTED): TRIAGE_REJECTED,
+    (Target.TRIAGE, Verdict.Value.TIMEOUT): TRIAGE_TIMEOUT,
+    (Target.OUTPUT, Verdict.Value.REJECTED): OUTPUT_REJECTED,
+    (Target.OUTPUT, Verdict.Value.TIMEOUT): OUTPUT_TIMEOUT,
+}
+
+
+def resume_after_verdict(verdict: Verdict) -> Item | None:
+    with transaction.atomic():
+        list_pk = Item.objects.filter(item_id=verdict.item_id).values_list("todo_list_id", flat=True).first()
+        if list_pk is None:
+            return None
+        todo = lock_list(list_pk)
+        item = Item.objects.select_for_update().get(item_id=verdict.item_id)
+        item.todo_list = todo
+        waiting = Item.Stage.TRIAGE_REVIEW if verdict.target == Target.TRIAGE else Item.Stage.OUTPUT_REVIEW
+        if item.stage != waiting:
+            return item
+        if not verdict.passed:
+            return skip_item(item, reason=_SKIP_REASONS[(verdict.target, verdict.verdict)])
+        if verdict.target == Target.TRIAGE:
+            return start_flights(item)
+        return mark_answered(item)

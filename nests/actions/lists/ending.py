@@ -1,0 +1,112 @@
+"""How items and lists end.
+
+An item ends answered (its output approved or auto) or skipped with a reason. The list
+ends with `list.finished` once every item has ended, no crow of the list is still in the
+air, and banter still in flight has had at most CROWS_BANTER_WAIT_S to land.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from flock.events import emit, register_event_names
+from nests.actions.lists.sorties import FINISH_PRIORITY, cancel_unflown
+from nests.models import Banter, Item, Sortie, TodoList
+from trust.actions.locking import lock_event_log
+
+register_event_names("item.skipped", "list.finished")
+
+# Reasons an item is skipped (docs/LISTS.md lists them with their causes).
+BUDGET = "budget"
+FAILURE = "failure"
+TRIAGE_REJECTED = "triage rejected"
+TRIAGE_TIMEOUT = "triage timeout"
+OUTPUT_REJECTED = "output rejected"
+OUTPUT_TIMEOUT = "output timeout"
+
+
+def lock_list(pk: int) -> TodoList:
+    lock_event_log()  # the one lock order: the event log's, then rows
+    return TodoList.objects.select_for_update().get(pk=pk)
+
+
+def skip_item(item: Item, *, reason: str) -> Item:
+    """End `item` as skipped (it must be locked by the caller, with its list)."""
+    with transaction.atomic():
+        item.stage = Item.Stage.SKIPPED
+        item.skip_reason = reason
+        item.ended_at = timezone.now()
+        item.save(update_fields=["stage", "skip_reason", "ended_at"])
+        cancel_unflown(item)
+        emit("item.skipped", {"item_id": item.item_id, "reason": reason}, list_id=item.todo_list.list_id)
+        after_item_ended(item)
+    return item
+
+
+def mark_answered(item: Item) -> Item:
+    """End `item` as answered: its output was approved, or trusted (auto)."""
+    with transaction.atomic():
+        item.stage = Item.Stage.ANSWERED
+        item.ended_at = timezone.now()
+        item.save(update_fields=["stage", "ended_at"])
+        after_item_ended(item)
+    return item
+
+
+def after_item_ended(item: Item) -> None:
+    todo = lock_list(item.todo_list_id)
+    if todo.items.exclude(stage__in=Item.ENDED).exists():
+        return
+    if todo.items_done_at is None:
+        todo.items_done_at = timezone.now()
+        todo.save(update_fields=["items_done_at"])
+    queue_finish(todo)
+
+
+def queue_finish(todo: TodoList, *, at: datetime | None = None) -> None:
+    from nests.tasks import finish_list_task
+
+    task = finish_list_task.using(priority=FINISH_PRIORITY, run_after=at)
+    task.enqueue(todo.pk)
+
+
+def maybe_finish(todo: TodoList) -> None:
+    """After a straggler lands (a crow of a skipped item, a banter line): the list may be
+    ready to finish now."""
+    if todo.status == TodoList.Status.FLYING and todo.items_done_at is not None:
+        queue_finish(todo)
+
+
+def finish_list(list_pk: int) -> TodoList:
+    """Emit `list.finished` if the list is ready; idempotent, and safe to call early."""
+    with transaction.atomic():
+        todo = lock_list(list_pk)
+        if todo.status == TodoList.Status.FINISHED:
+            return todo
+        if todo.items.exclude(stage__in=Item.ENDED).exists():
+            return todo
+        if todo.sorties.filter(status__in=(Sortie.Status.FLYING, Sortie.Status.WAITING, Sortie.Status.PLANNED)).exists():
+            return todo  # its landing queues this again
+        now = timezone.now()
+        done_at = todo.items_done_at or now
+        wait_until = done_at + timedelta(seconds=settings.CROWS_BANTER_WAIT_S)
+        if todo.banter.filter(status=Banter.Status.FLYING).exists() and now < wait_until:
+            # Banter never blocks for long: finish at the deadline at the latest, sooner
+            # if the line lands first (its landing queues this again).
+            queue_finish(todo, at=wait_until)
+            return todo
+        todo.status = TodoList.Status.FINISHED
+        todo.finished_at = now
+        if todo.items_done_at is None:
+            todo.items_done_at = now
+        todo.save(update_fields=["status", "finished_at", "items_done_at"])
+        emit(
+            "list.finished",
+            {"tokens_used": todo.tokens_used, "token_budget": todo.token_budget},
+            list_id=todo.list_id,
+        )
+    return todo

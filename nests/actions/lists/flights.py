@@ -1,0 +1,239 @@
+"""Flying one sortie: take off, think, land.
+
+Take-off and landing are each one short transaction; the brain call between them holds
+no lock. Both lock the FlightGate row first, so the count of crows in the air (at most
+CROWS_MAX_IN_FLIGHT across the flock) and the hand-over of a freed slot to the oldest
+waiting sortie never race. A sortie that finds no slot waits (it is never dropped); a
+sortie whose flight would overrun the item's or the list's token budget does not take
+off, and its item is skipped with reason `budget`. A budget holds the estimate of every
+flight in the air and the real count of every landed one.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from flock.actions import record_flight
+from flock.brains import BrainReply, BrainRequest, get_brain
+from flock.events import emit, register_event_names
+from flock.models import Crow
+from nests.actions.lists import briefs
+from nests.actions.lists.ending import BUDGET, FAILURE, maybe_finish, skip_item
+from nests.actions.lists.sorties import BOOT_ID, cancel_unflown, queue_sortie
+from nests.models import FlightGate, Item, Sortie, TodoList
+from trust.actions.locking import lock_event_log
+
+log = logging.getLogger("crows.lists")
+
+register_event_names("crow.flying", "crow.landed")
+
+
+def lock_gate() -> None:
+    """Lock the flight gate, after the event log's lock (the one lock order)."""
+    lock_event_log()
+    if FlightGate.objects.select_for_update().filter(pk=1).first() is None:
+        FlightGate.objects.get_or_create(pk=1)
+        FlightGate.objects.select_for_update().get(pk=1)
+
+
+def in_flight() -> int:
+    return Sortie.objects.filter(status=Sortie.Status.FLYING).count()
+
+
+def hand_over_slots() -> int:
+    """Wake the oldest waiting sorties for the slots now free (gate locked by the caller)."""
+    free = settings.CROWS_MAX_IN_FLIGHT - in_flight()
+    if free <= 0:
+        return 0
+    woken = list(Sortie.objects.filter(status=Sortie.Status.WAITING).order_by("waiting_since", "id")[:free])
+    for sortie in woken:
+        sortie.status = Sortie.Status.PLANNED
+        sortie.save(update_fields=["status"])
+        queue_sortie(sortie)
+    return len(woken)
+
+
+def request_for(sortie: Sortie, item: Item) -> BrainRequest:
+    """The brain request of a sortie, rebuilt the same way on a take-over after restart."""
+    crow = Crow.objects.get(name=sortie.crow)
+    context: dict[str, Any] = {"item_text": item.text}
+    if sortie.role != Sortie.Role.SENTRY:
+        context.update(task_type=item.task_type, mode=item.mode or "solo")
+    if sortie.subtask:
+        context["subtask"] = sortie.subtask
+    if sortie.role == Sortie.Role.ELDER:
+        context["parts"] = [
+            {"crow": s.crow, "text": s.text, **({"subtask": s.subtask} if s.subtask else {})}
+            for s in item.sorties.filter(role=Sortie.Role.WORKER, status=Sortie.Status.LANDED, ok=True).order_by("n", "id")
+        ]
+    return briefs.brief(crow, task=sortie.task, context=context)
+
+
+def _over_budget(item: Item, todo: TodoList, estimate: int) -> bool:
+    item_after = item.tokens_used + item.tokens_reserved + estimate
+    list_after = todo.tokens_used + todo.tokens_reserved + estimate
+    return item_after > settings.CROWS_ITEM_TOKEN_BUDGET or list_after > todo.token_budget
+
+
+def launch_sortie(sortie_pk: int) -> tuple[Sortie, BrainRequest] | None:
+    """Take off, or wait for a slot, or cancel. Returns what to fly when this process
+    should fly it now, else None."""
+    with transaction.atomic():
+        lock_gate()
+        sortie = Sortie.objects.select_for_update().get(pk=sortie_pk)
+        if sortie.status == Sortie.Status.FLYING:
+            if sortie.claimed_by == BOOT_ID:
+                return None  # already in the air from this process
+            # Left in the air by a dead process: fly it again, without a second take-off.
+            sortie.claimed_by = BOOT_ID
+            sortie.save(update_fields=["claimed_by"])
+            return sortie, request_for(sortie, sortie.item)
+        if sortie.status not in (Sortie.Status.PLANNED, Sortie.Status.WAITING):
+            return None
+        todo = TodoList.objects.select_for_update().get(pk=sortie.todo_list_id)
+        item = Item.objects.select_for_update().get(pk=sortie.item_id)
+        item.todo_list = todo
+        if item.ended:
+            sortie.status = Sortie.Status.CANCELLED
+            sortie.save(update_fields=["status"])
+            return None
+        if in_flight() >= settings.CROWS_MAX_IN_FLIGHT:
+            sortie.status = Sortie.Status.WAITING
+            sortie.waiting_since = sortie.waiting_since or timezone.now()
+            sortie.save(update_fields=["status", "waiting_since"])
+            return None
+        request = request_for(sortie, item)
+        estimate = briefs.estimate(request)
+        if _over_budget(item, todo, estimate):
+            sortie.status = Sortie.Status.CANCELLED
+            sortie.estimate = estimate
+            sortie.save(update_fields=["status", "estimate"])
+            skip_item(item, reason=BUDGET)
+            return None
+        item.tokens_reserved += estimate
+        item.save(update_fields=["tokens_reserved"])
+        todo.tokens_reserved += estimate
+        todo.save(update_fields=["tokens_reserved"])
+        sortie.status = Sortie.Status.FLYING
+        sortie.claimed_by = BOOT_ID
+        sortie.estimate = estimate
+        sortie.started_at = timezone.now()
+        sortie.save(update_fields=["status", "claimed_by", "estimate", "started_at"])
+        emit(
+            "crow.flying",
+            {"item_id": item.item_id, "crow": sortie.crow, "borrowed": sortie.borrowed},
+            list_id=todo.list_id,
+        )
+    return sortie, request
+
+
+def land_sortie(sortie_pk: int, reply: BrainReply, *, jev: dict[str, Any] | None = None) -> Sortie | None:
+    """Land the sortie with what its brain said, count its real tokens, hand its slot on
+    and move its item along. None when it was not this process's to land."""
+    from nests.actions.lists.banter import maybe_start_banter
+    from nests.actions.lists.progress import after_elder_landed, after_worker_landed
+    from nests.actions.lists.triage import conclude_triage
+
+    with transaction.atomic():
+        lock_gate()
+        sortie = Sortie.objects.select_for_update().get(pk=sortie_pk)
+        if sortie.status != Sortie.Status.FLYING or sortie.claimed_by != BOOT_ID:
+            return None
+        todo = TodoList.objects.select_for_update().get(pk=sortie.todo_list_id)
+        item = Item.objects.select_for_update().get(pk=sortie.item_id)
+        item.todo_list = todo
+        tokens = max(0, int(reply.tokens_in)) + max(0, int(reply.tokens_out))
+        error = "" if reply.ok else (reply.error or "the crow came back with nothing")
+        item.tokens_reserved = max(0, item.tokens_reserved - sortie.estimate)
+        item.tokens_used += tokens
+        item.save(update_fields=["tokens_reserved", "tokens_used"])
+        todo.tokens_reserved = max(0, todo.tokens_reserved - sortie.estimate)
+        todo.tokens_used += tokens
+        todo.save(update_fields=["tokens_reserved", "tokens_used"])
+        sortie.status = Sortie.Status.LANDED
+        sortie.ok = reply.ok
+        sortie.text = reply.text if reply.ok else ""
+        sortie.error = error
+        sortie.tokens = tokens
+        sortie.landed_at = timezone.now()
+        sortie.save(update_fields=["status", "ok", "text", "error", "tokens", "landed_at"])
+        record_flight(
+            crow=sortie.crow, provider=reply.provider, model=reply.model, task=sortie.task,
+            ok=reply.ok, tokens_in=reply.tokens_in, tokens_out=reply.tokens_out,
+            latency_ms=reply.latency_ms, error=error, task_type=item.task_type,
+            list_id=todo.list_id, item_id=item.item_id,
+        )
+        landed: dict[str, Any] = {"item_id": item.item_id, "crow": sortie.crow, "ok": reply.ok, "tokens": tokens}
+        if not reply.ok:
+            landed["error"] = error
+        emit("crow.landed", landed, list_id=todo.list_id)
+        hand_over_slots()
+
+        if not item.ended:
+            if sortie.role == Sortie.Role.SENTRY:
+                conclude_triage(item, reply=reply, jev=jev or {})
+            elif sortie.role == Sortie.Role.WORKER:
+                if reply.ok:
+                    maybe_start_banter(todo, item=item, speaker=sortie.crow)
+                after_worker_landed(item)
+            else:
+                after_elder_landed(item, sortie)
+        else:
+            maybe_finish(todo)
+    return sortie
+
+
+def fly_sortie(sortie_pk: int) -> str:
+    """The whole flight of one sortie; what the background task runs. Idempotent."""
+    from nests.actions.lists.triage import ask_jev
+
+    launched = launch_sortie(sortie_pk)
+    if launched is None:
+        return "not flown"
+    sortie, request = launched
+    reply = get_brain(Crow.objects.get(name=sortie.crow).brain_spec).think(request)
+    jev = ask_jev(sortie.item.text) if sortie.role == Sortie.Role.SENTRY else None
+    landed = land_sortie(sortie_pk, reply, jev=jev)
+    return "landed" if landed else "landed elsewhere"
+
+
+def abort_sortie(sortie_pk: int, *, error: str) -> None:
+    """Last resort when a flight's own code failed: land it as a failure so the item
+    still ends; if even that fails, land it bare and skip its item (`failure`)."""
+    error = error[:500]
+    reply = BrainReply(ok=False, text="", tokens_in=0, tokens_out=0, provider="", model="",
+                       latency_ms=0.0, error=error)
+    try:
+        flying = Sortie.objects.filter(pk=sortie_pk, status=Sortie.Status.FLYING, claimed_by=BOOT_ID).exists()
+        if flying and land_sortie(sortie_pk, reply, jev={}) is not None:
+            return
+    except Exception:
+        log.exception("could not land sortie %s as a failure; skipping its item", sortie_pk)
+    with transaction.atomic():
+        lock_gate()
+        sortie = Sortie.objects.select_for_update().get(pk=sortie_pk)
+        todo = TodoList.objects.select_for_update().get(pk=sortie.todo_list_id)
+        item = Item.objects.select_for_update().get(pk=sortie.item_id)
+        item.todo_list = todo
+        if sortie.status == Sortie.Status.FLYING:
+            item.tokens_reserved = max(0, item.tokens_reserved - sortie.estimate)
+            item.save(update_fields=["tokens_reserved"])
+            todo.tokens_reserved = max(0, todo.tokens_reserved - sortie.estimate)
+            todo.save(update_fields=["tokens_reserved"])
+            sortie.status, sortie.ok, sortie.error = Sortie.Status.LANDED, False, error
+            sortie.landed_at = timezone.now()
+            sortie.save(update_fields=["status", "ok", "error", "landed_at"])
+            emit("crow.landed", {"item_id": item.item_id, "crow": sortie.crow, "ok": False, "tokens": 0,
+                                 "error": error}, list_id=todo.list_id)
+        elif sortie.status in (Sortie.Status.PLANNED, Sortie.Status.WAITING):
+            cancel_unflown(item)
+        hand_over_slots()
+        if not item.ended:
+            skip_item(item, reason=FAILURE)
+        else:
+            maybe_finish(todo)

@@ -1,0 +1,113 @@
+"""From an approved triage to an answer: the workers' flights, the Elder's merge or
+synthesis, and `item.answered` with its output verdict.
+
+Modes (DECISIONS.md): solo is one crow; split gives each subtask to a different crow and
+the Elder merges; murder sends 2-3 crows at the same task and the Elder synthesises. At
+most CROWS_MAX_CROWS_PER_ITEM (3) worker crows fly one item; the Sentry and Elder serve
+every item and do not count toward that.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import transaction
+
+from flock.events import emit, register_event_names
+from flock.models import Crow
+from nests.actions.lists.crews import pick_crows
+from nests.actions.lists.ending import FAILURE, mark_answered, skip_item
+from nests.actions.lists.sorties import plan_sortie
+from nests.models import Item, Sortie
+from trust.actions import open_approval, record_auto_verdict
+from trust.models import Target
+from trust.queries import all_trusted
+
+register_event_names("item.answered")
+
+MURDER_CROWS = 3
+
+
+def fit_subtasks(subtasks: list[str], limit: int) -> list[str]:
+    """At most `limit` parts: the surplus flies with the last crow, nothing is dropped."""
+    if len(subtasks) <= limit:
+        return subtasks
+    return [*subtasks[: limit - 1], "; ".join(subtasks[limit - 1 :])]
+
+
+def start_flights(item: Item) -> Item:
+    """Plan the workers' sorties for a triaged, approved item (locked by the caller)."""
+    with transaction.atomic():
+        nest_id = item.todo_list.nest_id
+        if item.mode == "split":
+            picks = pick_crows(nest_id, count=len(item.subtasks))
+            parts = fit_subtasks(list(item.subtasks), len(picks))
+            plan = [(crow, borrowed, "subtask", part) for (crow, borrowed), part in zip(picks, parts, strict=True)]
+        elif item.mode == "murder":
+            picks = pick_crows(nest_id, count=min(MURDER_CROWS, settings.CROWS_MAX_CROWS_PER_ITEM))
+            plan = [(crow, borrowed, "answer", "") for crow, borrowed in picks]
+        else:
+            picks = pick_crows(nest_id, count=1)
+            plan = [(crow, borrowed, "answer", "") for crow, borrowed in picks]
+        if not plan:
+            return skip_item(item, reason=FAILURE)  # no crow is able to fly
+        for n, (crow, borrowed, task, part) in enumerate(plan, start=1):
+            plan_sortie(item, role=Sortie.Role.WORKER, crow=crow, borrowed=borrowed, task=task, subtask=part, n=n)
+        item.stage = Item.Stage.FLYING
+        item.save(update_fields=["stage"])
+    return item
+
+
+def elder_name() -> str:
+    return Crow.objects.filter(role=Crow.Role.ELDER).values_list("name", flat=True).first() or "Elder"
+
+
+def after_worker_landed(item: Item) -> Item:
+    """Once every worker of the item is down: answer (solo), call the Elder, or skip."""
+    workers = list(item.sorties.filter(role=Sortie.Role.WORKER).order_by("n", "id"))
+    if any(s.status not in (Sortie.Status.LANDED, Sortie.Status.CANCELLED) for s in workers):
+        return item
+    good = [s for s in workers if s.status == Sortie.Status.LANDED and s.ok]
+    if not good:
+        return skip_item(item, reason=FAILURE)
+    if item.mode not in ("split", "murder"):
+        return answer_item(item, answer=good[0].text, crows=[good[0].crow])
+    item.stage = Item.Stage.MERGING
+    item.save(update_fields=["stage"])
+    plan_sortie(item, role=Sortie.Role.ELDER, crow=elder_name(),
+                task="merge" if item.mode == "split" else "synthesise")
+    return item
+
+
+def after_elder_landed(item: Item, elder: Sortie) -> Item:
+    good = list(
+        item.sorties.filter(role=Sortie.Role.WORKER, status=Sortie.Status.LANDED, ok=True).order_by("n", "id")
+    )
+    if elder.ok and elder.text.strip():
+        return answer_item(item, answer=elder.text, crows=[*(s.crow for s in good), elder.crow])
+    # The Elder failed: the answer is the parts that came back, unmerged, from the crows
+    # that succeeded (the item still ends; a failed crow never hangs it).
+    joined = "\n\n".join(f"{s.crow}{f' ({s.subtask})' if s.subtask else ''}:\n{s.text}" for s in good)
+    return answer_item(item, answer=joined, crows=[s.crow for s in good])
+
+
+def answer_item(item: Item, *, answer: str, crows: list[str]) -> Item:
+    """Announce the answer; ask the owner unless every contributing crow is trusted."""
+    with transaction.atomic():
+        crows = list(dict.fromkeys(crows))
+        needs_approval = not all_trusted(crows, item.task_type)
+        item.answer = answer
+        item.crows = crows
+        item.stage = Item.Stage.OUTPUT_REVIEW
+        item.save(update_fields=["answer", "crows", "stage"])
+        list_id = item.todo_list.list_id
+        emit(
+            "item.answered",
+            {"item_id": item.item_id, "answer": answer, "crows": crows, "needs_approval": needs_approval},
+            list_id=list_id,
+        )
+        if needs_approval:
+            open_approval(item.item_id, target=Target.OUTPUT, list_id=list_id, task_type=item.task_type, holders=crows)
+        else:
+            record_auto_verdict(item.item_id, target=Target.OUTPUT, list_id=list_id)
+            mark_answered(item)
+    return item

@@ -1,0 +1,52 @@
+"""Start-up recovery of lists left unfinished by a dead server (worker.on_start).
+
+The task queue survives a restart by itself (interrupted tasks are re-queued), and every
+step is idempotent, so recovery only has to make sure each unfinished piece of work has a
+task: a sortie planned or in the air gets one (a sortie in the air under a dead process
+is flown again, without a second take-off), slots freed by the dead process are handed to
+waiting sorties, banter the dead process was speaking is dropped (banter is never worth
+waiting for), and a list whose items all ended gets its finish queued. Duplicate tasks
+are harmless: the first to lock the row does the work.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+
+from nests.actions.lists.ending import queue_finish
+from nests.actions.lists.flights import hand_over_slots, lock_gate
+from nests.actions.lists.sorties import queue_sortie
+from nests.models import Banter, Item, Sortie, TodoList
+
+log = logging.getLogger("crows.lists")
+
+
+def recover_lists() -> dict[str, int]:
+    counts = {"sorties": 0, "banter_dropped": 0, "finishes": 0, "woken": 0}
+    with transaction.atomic():
+        lock_gate()
+        for banter in Banter.objects.select_for_update().filter(status=Banter.Status.FLYING):
+            todo = TodoList.objects.select_for_update().get(pk=banter.todo_list_id)
+            todo.tokens_reserved = max(0, todo.tokens_reserved - banter.estimate)
+            todo.save(update_fields=["tokens_reserved"])
+            banter.status, banter.why_dropped = Banter.Status.DROPPED, "interrupted by a restart"
+            banter.landed_at = timezone.now()
+            banter.save(update_fields=["status", "why_dropped", "landed_at"])
+            counts["banter_dropped"] += 1
+        unfinished = TodoList.objects.filter(status=TodoList.Status.FLYING)
+        for sortie in Sortie.objects.filter(
+            todo_list__in=unfinished, status__in=(Sortie.Status.PLANNED, Sortie.Status.FLYING)
+        ):
+            queue_sortie(sortie)
+            counts["sorties"] += 1
+        counts["woken"] = hand_over_slots()
+        for todo in unfinished:
+            if not todo.items.exclude(stage__in=Item.ENDED).exists():
+                queue_finish(todo)
+                counts["finishes"] += 1
+    if any(counts.values()):
+        log.warning("recovered unfinished lists: %s", counts)
+    return counts

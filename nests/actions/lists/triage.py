@@ -1,0 +1,154 @@
+"""The Sentry's call on an item: mode, task type, subtasks and a reason for the owner.
+
+Two opinions go into it. Jev, the fast local classifier, answers `task_type` (and `mode`
+when that question is installed); the Sentry's brain answers the whole triage as JSON.
+Jev's task type stands when it is sure (its high band); otherwise the brain's does. The
+mode is the brain's, since only the brain can cut an item into subtasks; when the brain
+fails, Jev's answers (or solo) keep the item moving and the reason says so.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+
+from flock.actions import log_jev_tag
+from flock.brains import BrainReply
+from flock.events import emit, register_event_names
+from flock.personas import TASK_TYPES
+from nests.actions.lists.progress import fit_subtasks, start_flights
+from nests.models import Item
+from trust.actions import open_approval, record_auto_verdict
+from trust.models import Target
+from trust.queries import FLOCK_HOLDER, all_trusted
+
+log = logging.getLogger("crows.lists")
+
+register_event_names("item.triaged")
+
+MODES = ("solo", "split", "murder")
+REASON_MAX_CHARS = 500
+SUBTASK_MAX_CHARS = 2000
+_JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+
+
+@dataclass
+class Triage:
+    mode: str
+    task_type: str
+    subtasks: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+def ask_jev(text: str) -> dict[str, Any]:
+    """Jev's answers on `task_type` and `mode`; a question Jev lacks (or a Jev failure) is
+    simply absent, since the brain can triage alone."""
+    answers: dict[str, Any] = {}
+    try:
+        from flock.jev import ask
+    except Exception:  # Jev not installed in this build
+        return answers
+    for question in ("task_type", "mode"):
+        try:
+            answers[question] = ask(question, text)
+        except Exception as exc:
+            log.debug("jev could not answer %s: %s", question, exc)
+    return answers
+
+
+def read_brain_triage(text: str) -> dict[str, Any] | None:
+    """The brain's JSON triage, or None when it is not usable. Tolerates prose or a code
+    fence around the object, as real models add them."""
+    match = _JSON_OBJECT.search(text or "")
+    if not match:
+        return None
+    try:
+        data = json.loads(match.group(0))
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(data, dict) or data.get("mode") not in MODES:
+        return None
+    subtasks = data.get("subtasks") or []
+    if not isinstance(subtasks, list):
+        subtasks = []
+    data["subtasks"] = [str(s).strip()[:SUBTASK_MAX_CHARS] for s in subtasks if str(s).strip()]
+    reason = data.get("reason")
+    data["reason"] = " ".join(reason.split())[:REASON_MAX_CHARS] if isinstance(reason, str) else ""
+    if data.get("task_type") not in TASK_TYPES:
+        data["task_type"] = None
+    return data
+
+
+def decide_triage(reply: BrainReply, jev: dict[str, Any], *, max_crows: int) -> Triage:
+    brain = read_brain_triage(reply.text) if reply.ok else None
+    jev_type, jev_mode = jev.get("task_type"), jev.get("mode")
+
+    if jev_type is not None and jev_type.band == "high" and jev_type.choice in TASK_TYPES:
+        task_type = jev_type.choice
+    elif brain and brain["task_type"]:
+        task_type = brain["task_type"]
+    elif jev_type is not None and jev_type.choice in TASK_TYPES:
+        task_type = jev_type.choice
+    else:
+        task_type = "chat"
+
+    if brain is not None:
+        mode, subtasks, reason = brain["mode"], brain["subtasks"], brain["reason"]
+    else:
+        # Without the brain there are no subtasks to split into.
+        mode = jev_mode.choice if jev_mode is not None and jev_mode.choice in ("solo", "murder") else "solo"
+        subtasks = []
+        why = f"the Sentry's brain failed ({reply.error})" if not reply.ok else "the Sentry's reply was not a usable triage"
+        reason = f"Triaged by Jev alone, since {why}: one {task_type} job, flown {mode}."
+    if mode == "split" and len(subtasks) < 2:
+        mode, subtasks = "solo", []
+        reason = reason or f"One {task_type} job."
+    if mode != "split":
+        subtasks = []
+    elif len(subtasks) > max_crows:
+        subtasks = fit_subtasks(subtasks, max_crows)
+        reason = f"{reason} (The last parts fly together: at most {max_crows} crows per item.)".strip()
+    return Triage(mode=mode, task_type=task_type, subtasks=subtasks, reason=reason or f"One {task_type} job.")
+
+
+def conclude_triage(item: Item, *, reply: BrainReply, jev: dict[str, Any]) -> Item:
+    """Record the Sentry's call (item locked by the caller) and either ask the owner or,
+    when the flock is trusted for this task type, record `auto` and start the flights."""
+    from django.conf import settings
+
+    with transaction.atomic():
+        for answer in jev.values():
+            log_jev_tag(answer, subject=item.item_id, text=item.text)
+        triage = decide_triage(reply, jev, max_crows=settings.CROWS_MAX_CROWS_PER_ITEM)
+        item.mode, item.task_type = triage.mode, triage.task_type
+        item.subtasks, item.reason = triage.subtasks, triage.reason
+        needs_approval = not all_trusted([FLOCK_HOLDER], triage.task_type)
+        item.stage = Item.Stage.TRIAGE_REVIEW
+        item.save(update_fields=["mode", "task_type", "subtasks", "reason", "stage"])
+        list_id = item.todo_list.list_id
+        emit(
+            "item.triaged",
+            {
+                "item_id": item.item_id,
+                "mode": triage.mode,
+                "task_type": triage.task_type,
+                "subtasks": triage.subtasks,
+                "reason": triage.reason,
+                "needs_approval": needs_approval,
+            },
+            list_id=list_id,
+        )
+        if needs_approval:
+            open_approval(
+                item.item_id, target=Target.TRIAGE, list_id=list_id, task_type=triage.task_type,
+                holders=[FLOCK_HOLDER],
+            )
+        else:
+            record_auto_verdict(item.item_id, target=Target.TRIAGE, list_id=list_id)
+            start_flights(item)
+    return item

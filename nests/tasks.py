@@ -1,0 +1,72 @@
+"""The list pipeline's background tasks (Django Tasks, stored by django-tasks-db).
+
+Each step of a list runs here, so a restart loses nothing: the queue is a table, an
+interrupted task is re-queued at start-up, and every step is idempotent (it locks its
+rows and finds its work done, or claimed by a live flight, and returns). A step that
+trips over a locked database is retried after a pause; one that fails for any other
+reason lands its sortie as a failure, so its item still ends.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.db import OperationalError
+from django.tasks import task
+from django.utils import timezone
+
+log = logging.getLogger("crows.lists")
+
+RETRIES = 5
+RETRY_PAUSE_S = 0.5
+PRIORITY_RETRY = 30  # a retried step is already late
+
+
+@task()
+def fly_sortie_task(sortie_pk: int, attempt: int = 0) -> str:
+    from nests.actions.lists import abort_sortie, fly_sortie
+
+    try:
+        return fly_sortie(sortie_pk)
+    except OperationalError as exc:
+        if attempt < RETRIES:
+            later = timezone.now() + timedelta(seconds=RETRY_PAUSE_S * (attempt + 1))
+            fly_sortie_task.using(run_after=later, priority=PRIORITY_RETRY).enqueue(sortie_pk, attempt + 1)
+            return f"retrying after {exc}"
+        log.exception("sortie %s failed %d times", sortie_pk, attempt + 1)
+        abort_sortie(sortie_pk, error=f"the flock's database kept failing: {exc}")
+        return "aborted"
+    except Exception as exc:
+        log.exception("sortie %s failed", sortie_pk)
+        abort_sortie(sortie_pk, error=f"the flock tripped over this flight ({type(exc).__name__})")
+        return "aborted"
+
+
+@task()
+def finish_list_task(list_pk: int, attempt: int = 0) -> str:
+    from nests.actions.lists import finish_list
+
+    try:
+        return finish_list(list_pk).status
+    except OperationalError:
+        if attempt >= RETRIES:
+            raise
+        later = timezone.now() + timedelta(seconds=RETRY_PAUSE_S * (attempt + 1))
+        finish_list_task.using(run_after=later, priority=PRIORITY_RETRY).enqueue(list_pk, attempt + 1)
+        return "retrying"
+
+
+@task()
+def speak_banter_task(banter_pk: int) -> str:
+    from nests.actions.lists.banter import drop_banter, speak_banter
+
+    # Banter is never worth a retry: a line that fails is dropped (and recovery drops
+    # one left in the air), and list.finished waits for it only so long.
+    try:
+        return speak_banter(banter_pk).status
+    except Exception:
+        log.exception("banter %s failed; dropped", banter_pk)
+        drop_banter(banter_pk, why="the flock tripped over it")
+        return "dropped"
+

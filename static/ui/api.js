@@ -1,0 +1,52 @@
+// Every call to the flock's HTTP API goes through here. An error always becomes an
+// ApiError whose message is the server's own `message` (the contract's error body), or a
+// plain sentence when the server could not be reached, so pages can show it in words.
+
+export class ApiError extends Error {
+  constructor(status, message, body = {}) {
+    super(message);
+    this.name = "ApiError";
+    this.status = status;
+    this.body = body;
+  }
+}
+
+export async function api(method, path, body) {
+  const init = { method, headers: { Accept: "application/json" } };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch {
+    throw new ApiError(0, "Could not reach the flock: the server is not answering. Check that it is running, then try again.");
+  }
+  if (response.status === 204) return null;
+  const text = await response.text();
+  let data = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = null;
+    }
+  }
+  if (!response.ok) {
+    const message = data && typeof data.message === "string" && data.message
+      ? data.message
+      : `The server answered ${response.status} ${response.statusText || ""}`.trim();
+    throw new ApiError(response.status, message, data || {});
+  }
+  return data;
+}
+
+export const get = (path) => api("GET", path);
+export const post = (path, body) => api("POST", path, body ?? {});
+
+// An endpoint that is not there yet (another part of the flock still being built) answers
+// 404 with {"message": "no such endpoint: ..."}; pages degrade instead of erroring.
+export function isMissingEndpoint(err) {
+  return err instanceof ApiError && err.status === 404 && /no such endpoint/i.test(err.message);
+}

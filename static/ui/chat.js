@@ -1,0 +1,176 @@
+// A nest's messages: drawing one message, hanging claims and deliveries on the request
+// they answer, and the @-autocomplete of the composer.
+
+import { h, fmtTime } from "./dom.js";
+import { crowAvatar, accentOf } from "./crow_art.js";
+
+export const KIND_WORDS = {
+  say: "say", request: "request", claim: "claim", deliver: "deliver", refer: "refer",
+  decline: "decline", nudge: "nudge", flag: "flag",
+};
+
+const TAGGED_WORDS = {
+  jev: "Jev tagged this kind",
+  header: "the crow's own header decided the kind (Jev was unsure)",
+  disagreement: "Jev overrode the crow's header",
+  default: "nothing fit, so it became a say",
+};
+
+const MENTION = /(@[A-Za-z][A-Za-z0-9_-]{0,39})/g;
+
+function probabilities(msg) {
+  const probs = msg.probs || msg.jev_probs || (msg.jev && msg.jev.probs) || msg.probabilities;
+  if (!probs || typeof probs !== "object") return "";
+  return Object.entries(probs)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, p]) => `${k} ${(Number(p) * 100).toFixed(0)}%`)
+    .join(" · ");
+}
+
+export function taggedTitle(msg) {
+  const words = TAGGED_WORDS[msg.tagged_by] || `tagged by ${msg.tagged_by}`;
+  const probs = probabilities(msg);
+  return probs ? `${words}. Jev's probabilities: ${probs}` : `${words}.`;
+}
+
+function textWithMentions(text, members) {
+  const known = new Set([...members, "owner"].map((m) => m.toLowerCase()));
+  return text.split(MENTION).map((part) => {
+    if (part.startsWith("@") && known.has(part.slice(1).toLowerCase())) {
+      return h("span", { class: "mention", style: { "--accent": accentOf(part.slice(1)) } }, part);
+    }
+    return part;
+  });
+}
+
+function refLink(msgId, label) {
+  return h("a", { class: "ref", href: `#msg-${msgId}`, "data-ref": msgId, title: `Jump to ${msgId}` }, label ?? `re ${msgId}`);
+}
+
+export function messageEl(msg, { members = [], onReply } = {}) {
+  const mine = msg.author === "owner";
+  const compact = msg.kind === "claim";
+  const who = msg.author === "owner" ? "You" : msg.author;
+  const authorLink = ["owner", "harness"].includes(msg.author)
+    ? h("span", { class: "author" }, who)
+    : h("a", { class: "author", href: `/crows/${encodeURIComponent(msg.author)}` }, who);
+  const li = h("li", {
+    class: `msg kind-${msg.kind}${mine ? " mine" : ""}${compact ? " compact" : ""}`,
+    id: `msg-${msg.msg_id}`,
+    dataset: { msgId: msg.msg_id, kind: msg.kind, author: msg.author },
+    style: { "--accent": accentOf(msg.author) },
+  },
+  h("div", { class: "msg-avatar" }, crowAvatar(msg.author, compact ? 22 : 34)),
+  h("div", { class: "msg-body" },
+    h("div", { class: "msg-head" },
+      authorLink,
+      h("span", { class: `kind kind-badge-${msg.kind}` }, KIND_WORDS[msg.kind] || msg.kind),
+      msg.tagged_by ? h("span", { class: `tagged tagged-${msg.tagged_by}`, tabindex: "0", title: taggedTitle(msg), "aria-label": taggedTitle(msg) }, msg.tagged_by === "jev" ? "Jev" : msg.tagged_by) : null,
+      msg.to ? h("span", { class: "to" }, "→ ", h("span", { class: "mention", style: { "--accent": accentOf(msg.to) } }, msg.to === "owner" ? "you" : `@${msg.to}`)) : null,
+      msg.refers_to ? refLink(msg.refers_to) : null,
+      h("span", { class: "msg-id muted" }, msg.msg_id),
+      msg.ts ? h("time", { class: "muted", datetime: msg.ts }, fmtTime(msg.ts)) : null),
+    h("div", { class: "msg-text" }, textWithMentions(msg.text, members)),
+    h("div", { class: "msg-answers", "aria-label": "Claims and answers" }),
+    onReply ? h("button", { class: "reply-btn", type: "button", "aria-label": `Reply to ${msg.msg_id}`, onclick: () => onReply(msg) }, "↩ reply") : null));
+  return li;
+}
+
+/** Hang a claim, delivery or decline on the request it refers to. */
+export function attachAnswer(requestEl, msg) {
+  const box = requestEl.querySelector(".msg-answers");
+  if (!box || box.querySelector(`[data-answer="${CSS.escape(msg.msg_id)}"]`)) return;
+  const words = { claim: "claimed by", deliver: "delivered by", decline: "declined by" }[msg.kind];
+  if (!words) return;
+  box.append(h("a", {
+    class: `answer-chip answer-${msg.kind}`, href: `#msg-${msg.msg_id}`, "data-ref": msg.msg_id,
+    dataset: { answer: msg.msg_id }, style: { "--accent": accentOf(msg.author) },
+  }, crowAvatar(msg.author, 16), `${words} ${msg.author}`));
+  requestEl.classList.add(`has-${msg.kind}`);
+}
+
+/**
+ * @-autocomplete for a textarea: a listbox of members that match what follows the "@"
+ * before the caret. Arrow keys move, Enter or Tab picks, Escape closes.
+ */
+export class MentionBox {
+  constructor(textarea, listbox, getMembers) {
+    this.ta = textarea;
+    this.list = listbox;
+    this.getMembers = getMembers;
+    this.matches = [];
+    this.active = 0;
+    this.ta.addEventListener("input", () => this.update());
+    this.ta.addEventListener("click", () => this.update());
+    this.ta.addEventListener("blur", () => setTimeout(() => this.close(), 150));
+    this.ta.addEventListener("keydown", (e) => this.key(e));
+  }
+
+  get open() {
+    return !this.list.hidden;
+  }
+
+  query() {
+    const before = this.ta.value.slice(0, this.ta.selectionStart);
+    const m = before.match(/(?:^|[^\w@])@([A-Za-z0-9_-]{0,39})$/);
+    return m ? m[1] : null;
+  }
+
+  update() {
+    const q = this.query();
+    if (q === null) return this.close();
+    const members = this.getMembers();
+    this.matches = members.filter((name) => name.toLowerCase().startsWith(q.toLowerCase()));
+    if (!this.matches.length) return this.close();
+    this.active = Math.min(this.active, this.matches.length - 1);
+    this.draw();
+  }
+
+  draw() {
+    this.list.replaceChildren(...this.matches.map((name, i) => h("li", {
+      id: `mention-${i}`, role: "option", class: `mention-option${i === this.active ? " active" : ""}`,
+      "aria-selected": i === this.active ? "true" : "false",
+      onmousedown: (e) => { e.preventDefault(); this.pick(i); },
+    }, crowAvatar(name, 20), h("span", {}, name))));
+    this.list.hidden = false;
+    this.ta.setAttribute("aria-expanded", "true");
+    this.ta.setAttribute("aria-activedescendant", `mention-${this.active}`);
+  }
+
+  close() {
+    this.list.hidden = true;
+    this.matches = [];
+    this.active = 0;
+    this.ta.setAttribute("aria-expanded", "false");
+    this.ta.removeAttribute("aria-activedescendant");
+  }
+
+  key(e) {
+    if (!this.open) return;
+    if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+      e.preventDefault();
+      const step = e.key === "ArrowDown" ? 1 : -1;
+      this.active = (this.active + step + this.matches.length) % this.matches.length;
+      this.draw();
+    } else if (e.key === "Enter" || e.key === "Tab") {
+      e.preventDefault();
+      e.stopImmediatePropagation();
+      this.pick(this.active);
+    } else if (e.key === "Escape") {
+      e.preventDefault();
+      this.close();
+    }
+  }
+
+  pick(i) {
+    const name = this.matches[i];
+    if (!name) return;
+    const caret = this.ta.selectionStart;
+    const before = this.ta.value.slice(0, caret).replace(/@([A-Za-z0-9_-]{0,39})$/, `@${name} `);
+    const after = this.ta.value.slice(caret);
+    this.ta.value = before + after.replace(/^\s/, "");
+    this.ta.selectionStart = this.ta.selectionEnd = before.length;
+    this.close();
+    this.ta.focus();
+  }
+}

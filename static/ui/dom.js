@@ -1,0 +1,90 @@
+// Small DOM helpers: build elements without innerHTML, so every string from the flock
+// (answers, messages, names) is text, never markup.
+
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") el.className = value;
+    else if (key === "dataset") Object.assign(el.dataset, value);
+    else if (key === "style" && typeof value === "object") Object.assign(el.style, value);
+    else if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value);
+    else if (key === "text") el.textContent = value;
+    else el.setAttribute(key, value === true ? "" : String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(el, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === undefined || child === null || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+export function replaceChildren(el, ...children) {
+  el.replaceChildren();
+  return append(el, children);
+}
+
+export const $ = (selector, root = document) => root.querySelector(selector);
+export const $$ = (selector, root = document) => [...root.querySelectorAll(selector)];
+
+export function svg(tag, attrs = {}, ...children) {
+  const el = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") el.setAttribute("class", value);
+    else el.setAttribute(key, String(value));
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === undefined || child === null || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+export function uiConfig() {
+  const node = document.getElementById("ui-config");
+  try {
+    return JSON.parse(node ? node.textContent : "{}") || {};
+  } catch {
+    return {};
+  }
+}
+
+export function fmtTokens(n) {
+  if (n === undefined || n === null || Number.isNaN(n)) return "—";
+  if (n >= 10000) return `${(n / 1000).toFixed(n >= 100000 ? 0 : 1)}k`;
+  return n.toLocaleString("en-US");
+}
+
+export function fmtClock(seconds) {
+  const s = Math.max(0, Math.round(seconds));
+  const m = Math.floor(s / 60);
+  return `${m}:${String(s % 60).padStart(2, "0")}`;
+}
+
+export function fmtTime(ts) {
+  const d = new Date(ts);
+  if (Number.isNaN(d.getTime())) return "";
+  return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+}
+
+export function plural(n, one, many = `${one}s`) {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+// Keep focus where the owner had it when a region is redrawn: the element carrying the
+// same data-focus-key gets focus back.
+export function keepFocus(root, redraw) {
+  const active = document.activeElement;
+  const key = active && root.contains(active) ? active.dataset.focusKey : undefined;
+  redraw();
+  if (key) {
+    const again = root.querySelector(`[data-focus-key="${CSS.escape(key)}"]`);
+    if (again && !again.disabled) again.focus({ preventScroll: true });
+  }
+}

@@ -1,0 +1,315 @@
+// Todo lists as the owner sees them, rebuilt from list events only: a ListBook folds
+// events into plain objects, and renderList draws one list as a card (the flock page) or
+// as a report (a finished list, /lists/<id>).
+
+import { h, fmtTokens, fmtClock, fmtTime, plural } from "./dom.js";
+import { crowAvatar } from "./crow_art.js";
+
+const VERDICT_WORDS = {
+  approved: "approved by you",
+  rejected: "rejected by you",
+  auto: "auto-approved (trusted)",
+  timeout: "timed out (counts as rejected)",
+};
+
+export class ListBook {
+  constructor() {
+    this.lists = new Map();
+  }
+
+  list(listId, ts) {
+    if (!this.lists.has(listId)) {
+      this.lists.set(listId, {
+        list_id: listId, nest_id: "", requester: "", started: ts, items: new Map(),
+        finished: null, tokens: 0, pranks: [], banter: [], seq: this.lists.size,
+      });
+    }
+    return this.lists.get(listId);
+  }
+
+  item(list, itemId) {
+    if (!list.items.has(itemId)) {
+      list.items.set(itemId, {
+        item_id: itemId, n: list.items.size + 1, text: "", triage: null, crews: [], answer: null,
+        answerCrows: [], verdicts: {}, pending: {}, skipped: null, tokens: 0, banter: [],
+      });
+    }
+    return list.items.get(itemId);
+  }
+
+  /** Fold one event in; returns the list it touched (or null). */
+  apply({ name, data }) {
+    const listId = data.list_id;
+    if (!listId) return null;
+    const list = this.list(listId, data.ts);
+    const item = data.item_id ? this.item(list, data.item_id) : null;
+    switch (name) {
+      case "list.started":
+        list.nest_id = data.nest_id || "todo";
+        list.requester = data.requester || "";
+        list.started = data.ts;
+        (data.items || []).forEach((it, i) => {
+          const entry = this.item(list, it.item_id);
+          entry.text = it.text;
+          entry.n = i + 1;
+        });
+        break;
+      case "item.triaged":
+        item.triage = {
+          mode: data.mode, task_type: data.task_type, subtasks: data.subtasks || [],
+          reason: data.reason || "",
+        };
+        if (data.needs_approval) item.pending.triage = { since: data.ts };
+        break;
+      case "crow.flying":
+        item.crews.push({ crow: data.crow, state: "flying", tokens: 0, borrowed: Boolean(data.borrowed) });
+        break;
+      case "crow.landed": {
+        const flight = [...item.crews].reverse().find((c) => c.crow === data.crow && c.state === "flying");
+        const tokens = Number(data.tokens) || 0;
+        if (flight) Object.assign(flight, { state: data.ok ? "ok" : "failed", tokens, error: data.error || "" });
+        else item.crews.push({ crow: data.crow, state: data.ok ? "ok" : "failed", tokens, error: data.error || "" });
+        item.tokens += tokens;
+        list.tokens += tokens;
+        break;
+      }
+      case "item.answered":
+        item.answer = data.answer ?? "";
+        item.answerCrows = data.crows || [];
+        if (data.needs_approval) item.pending.output = { since: data.ts };
+        break;
+      case "verdict":
+        item.verdicts[data.target] = data.verdict;
+        delete item.pending[data.target];
+        if (item.errors) delete item.errors[data.target];
+        break;
+      case "item.skipped":
+        item.skipped = data.reason || "skipped";
+        item.pending = {};
+        break;
+      case "requester.pranked":
+        list.pranks.push({ message: data.message, cooldown_s: data.cooldown_s, ts: data.ts });
+        break;
+      case "crow.banter":
+        (item || list).banter.push({ crow: data.crow, to: data.to, text: data.text });
+        break;
+      case "list.finished":
+        list.finished = { tokens_used: data.tokens_used, token_budget: data.token_budget, ts: data.ts };
+        for (const it of list.items.values()) it.pending = {};
+        break;
+      default:
+        return null;
+    }
+    return list;
+  }
+
+  pendingApprovals() {
+    const out = [];
+    for (const list of this.lists.values()) {
+      for (const item of list.items.values()) {
+        for (const target of Object.keys(item.pending)) out.push({ list, item, target });
+      }
+    }
+    return out;
+  }
+}
+
+export function itemStage(item) {
+  if (item.skipped) return "skipped";
+  const out = item.verdicts.output;
+  if (out === "approved" || out === "auto") return "done";
+  if (item.pending.output) return "awaiting-output";
+  if (item.answer !== null) return "answered";
+  if (item.crews.some((c) => c.state === "flying" && c.crow !== "Sentry")) return "flying";
+  if (item.pending.triage) return "awaiting-triage";
+  if (item.triage) return item.verdicts.triage === "rejected" ? "skipped" : "triaged";
+  return "triage";
+}
+
+const STAGE_WORDS = {
+  triage: "the Sentry is triaging",
+  "awaiting-triage": "waiting for your triage call",
+  triaged: "triaged, crows taking off",
+  flying: "crows in flight",
+  answered: "answered",
+  "awaiting-output": "waiting for your approval",
+  done: "done",
+  skipped: "skipped",
+};
+
+function stepState(item, step) {
+  const stage = itemStage(item);
+  const order = ["triage", "flight", "answer"];
+  const at = {
+    triage: "triage", "awaiting-triage": "triage", triaged: "flight", flying: "flight",
+    answered: "answer", "awaiting-output": "answer", done: "done", skipped: "skipped",
+  }[stage];
+  if (at === "done") return "done";
+  if (at === "skipped") {
+    const reached = item.answer !== null ? 2 : item.crews.some((c) => c.crow !== "Sentry") ? 1 : 0;
+    const i = order.indexOf(step);
+    return i < reached ? "done" : i === reached ? "failed" : "off";
+  }
+  const i = order.indexOf(step);
+  const j = order.indexOf(at);
+  if (i < j) return "done";
+  if (i === j) return stage.startsWith("awaiting") ? "waiting" : "active";
+  return "off";
+}
+
+function track(item) {
+  const steps = [["triage", "Triage"], ["flight", "Flight"], ["answer", "Answer"]];
+  return h("ol", { class: "track", "aria-label": `Progress: ${STAGE_WORDS[itemStage(item)]}` },
+    steps.map(([key, label]) => h("li", { class: `step step-${stepState(item, key)}` }, label)));
+}
+
+export function budgetBar(used, budget, label) {
+  const pct = budget > 0 ? Math.min(100, (used / budget) * 100) : 0;
+  const tone = pct >= 90 ? "hot" : pct >= 65 ? "warm" : "cool";
+  return h("div", { class: `budget budget-${tone}` },
+    h("span", { class: "budget-label" }, label),
+    h("span", { class: "budget-value" }, `${fmtTokens(used)} / ${fmtTokens(budget)} tokens`),
+    h("span", { class: "bar", role: "meter", "aria-label": label, "aria-valuemin": 0,
+      "aria-valuemax": budget, "aria-valuenow": Math.min(used, budget) },
+      h("span", { style: { width: `${pct}%` } })));
+}
+
+function crewChips(item) {
+  if (!item.crews.length) return null;
+  return h("ul", { class: "crew", "aria-label": "Crows on this item" },
+    item.crews.map((c) => h("li", {
+      class: `crew-chip crew-${c.state}`,
+      title: c.state === "failed" ? `${c.crow} failed: ${c.error || "no reason given"}`
+        : `${c.crow}: ${c.state === "flying" ? "in flight" : `${fmtTokens(c.tokens)} tokens`}${c.borrowed ? " (borrowed from outside the nest)" : ""}`,
+    },
+    crowAvatar(c.crow, 20),
+    h("a", { href: `/crows/${encodeURIComponent(c.crow)}` }, c.crow),
+    c.borrowed ? h("span", { class: "tiny-badge" }, "borrowed") : null,
+    h("span", { class: "crew-state" }, c.state === "flying" ? "✈︎ flying" : c.state === "ok" ? "✓" : "✕ fell"))));
+}
+
+function deadlineOf(item, target, ctx) {
+  const key = `${item.item_id}:${target}`;
+  if (ctx.deadlines && ctx.deadlines.has(key)) return ctx.deadlines.get(key);
+  const since = Date.parse(item.pending[target].since);
+  return since + (ctx.config.approval_timeout_s || 600) * 1000;
+}
+
+function approvalBox(item, target, ctx) {
+  const deadline = deadlineOf(item, target, ctx);
+  const sending = ctx.sending && ctx.sending.has(`${item.item_id}:${target}`);
+  const error = item.errors && item.errors[target];
+  const question = target === "triage"
+    ? `The Sentry wants to fly this ${item.triage ? `${item.triage.mode} as ${item.triage.task_type}` : ""}. Let it?`
+    : "Is this answer good enough to keep?";
+  const button = (approve) => h("button", {
+    type: "button",
+    class: `btn ${approve ? "approve" : "reject"}`,
+    disabled: sending,
+    dataset: { focusKey: `${approve ? "approve" : "reject"}:${item.item_id}:${target}` },
+    "aria-label": `${approve ? "Approve" : "Reject"} the ${target} of item ${item.n}`,
+    onclick: () => ctx.onVerdict(item, target, approve),
+  }, approve ? "Approve" : "Reject");
+  return h("div", { class: `approval approval-${target}`, role: "group", "aria-label": `Approve ${target} of item ${item.n}` },
+    h("div", { class: "approval-q" },
+      h("strong", {}, target === "triage" ? "Triage call" : "Output"), " · ", question),
+    h("div", { class: "approval-actions" },
+      button(true), button(false),
+      h("span", { class: "countdown", dataset: { deadline: String(deadline) },
+        title: "Unanswered approvals fail safe: after the timeout they count as rejected" },
+        `fails safe in ${fmtClock((deadline - Date.now()) / 1000)}`)),
+    error ? h("p", { class: "form-error", role: "alert" }, error) : null);
+}
+
+function triageLine(item) {
+  if (!item.triage) return null;
+  const t = item.triage;
+  return h("div", { class: "triage" },
+    h("span", { class: `chip mode-${t.mode}` }, t.mode),
+    h("span", { class: "chip" }, t.task_type),
+    item.verdicts.triage ? h("span", { class: `verdict verdict-${item.verdicts.triage}` }, `triage ${VERDICT_WORDS[item.verdicts.triage] || item.verdicts.triage}`) : null,
+    t.reason ? h("span", { class: "reason" }, t.reason) : null,
+    t.subtasks && t.subtasks.length
+      ? h("ol", { class: "subtasks" }, t.subtasks.map((s) => h("li", {}, typeof s === "string" ? s : s.text || JSON.stringify(s))))
+      : null);
+}
+
+function answerBlock(item, { full = false } = {}) {
+  if (item.answer === null) return null;
+  return h("div", { class: "answer-wrap" },
+    h("div", { class: `answer${full ? " answer-full" : ""}`, tabindex: full ? null : "0", "aria-label": `Answer to item ${item.n}` }, item.answer),
+    h("p", { class: "answer-by muted" },
+      item.answerCrows.length ? `by ${item.answerCrows.join(", ")}` : "",
+      item.verdicts.output ? h("span", { class: `verdict verdict-${item.verdicts.output}` }, ` · output ${VERDICT_WORDS[item.verdicts.output] || item.verdicts.output}`) : null));
+}
+
+function banterLines(entries) {
+  if (!entries.length) return null;
+  return h("ul", { class: "banter" }, entries.map((b) =>
+    h("li", {}, h("strong", {}, b.crow), b.to ? ` to ${b.to}` : "", ": ", h("q", {}, b.text))));
+}
+
+function itemRow(item, ctx, { report = false } = {}) {
+  const stage = itemStage(item);
+  return h("li", { class: `item item-${stage}`, id: `item-${item.item_id}`, dataset: { itemId: item.item_id, stage } },
+    h("div", { class: "item-head" },
+      h("span", { class: "item-n" }, item.n),
+      h("p", { class: "item-text" }, item.text || item.item_id),
+      h("span", { class: `stage-word stage-${stage}` }, STAGE_WORDS[stage])),
+    report && itemStage(item) === "done" ? null : track(item),
+    triageLine(item),
+    crewChips(item),
+    item.pending.triage && !report ? approvalBox(item, "triage", ctx) : null,
+    answerBlock(item, { full: report }),
+    item.pending.output && !report ? approvalBox(item, "output", ctx) : null,
+    item.skipped ? h("p", { class: "skipped" }, `Skipped: ${item.skipped}`) : null,
+    banterLines(item.banter),
+    item.tokens ? budgetBar(item.tokens, ctx.config.item_token_budget || 6000, "item") : null);
+}
+
+export function listTitle(list) {
+  return `List ${list.list_id}`;
+}
+
+export function renderList(list, ctx, { report = false } = {}) {
+  const items = [...list.items.values()].sort((a, b) => a.n - b.n);
+  const used = list.finished ? list.finished.tokens_used : list.tokens;
+  const budget = list.finished ? list.finished.token_budget : ctx.config.list_token_budget || 20000;
+  const done = items.filter((i) => ["done", "skipped"].includes(itemStage(i))).length;
+  const waiting = items.reduce((n, i) => n + Object.keys(i.pending).length, 0);
+  const head = h("header", { class: "list-head" },
+    h("div", {},
+      h(report ? "h2" : "h3", { class: "list-title" },
+        report ? listTitle(list) : h("a", { href: `/lists/${encodeURIComponent(list.list_id)}` }, listTitle(list))),
+      h("p", { class: "list-meta muted" },
+        list.nest_id ? h("a", { class: "chip", href: `/nests/${encodeURIComponent(list.nest_id)}` }, `#${list.nest_id}`) : null,
+        list.requester ? ` from ${list.requester}` : "",
+        list.started ? ` · ${fmtTime(list.started)}` : "",
+        ` · ${done}/${plural(items.length, "item")} settled`)),
+    h("span", { class: `list-status ${list.finished ? "is-finished" : waiting ? "is-waiting" : "is-flying"}` },
+      list.finished ? "finished" : waiting ? `${waiting} waiting for you` : "in flight"));
+  return h("article", {
+    class: `list-card${list.finished ? " finished" : ""}`, id: `list-${list.list_id}`,
+    dataset: { listId: list.list_id }, "aria-label": listTitle(list),
+  },
+  head,
+  budgetBar(used, budget, list.finished ? "tokens used" : "tokens so far"),
+  list.pranks.length ? h("p", { class: "prank-note" }, `Pranked: ${list.pranks.at(-1).message}`) : null,
+  h("ol", { class: "items" }, items.map((item) => itemRow(item, ctx, { report }))),
+  banterLines(list.banter),
+  list.finished && !report
+    ? h("p", { class: "report-link" }, h("a", { class: "btn ghost", href: `/lists/${encodeURIComponent(list.list_id)}` }, "Read the report →"))
+    : null);
+}
+
+/** Tick every countdown on the page once a second. */
+export function startCountdowns() {
+  setInterval(() => {
+    const now = Date.now();
+    for (const el of document.querySelectorAll(".countdown[data-deadline]")) {
+      const left = (Number(el.dataset.deadline) - now) / 1000;
+      el.textContent = left > 0 ? `fails safe in ${fmtClock(left)}` : "timing out…";
+      el.classList.toggle("urgent", left < 60);
+    }
+  }, 1000);
+}

@@ -1,0 +1,214 @@
+// The flock page: the crows on their wire, the list composer, and every recent list.
+
+import { $, h, keepFocus, uiConfig, plural } from "../dom.js";
+import { get, post, ApiError } from "../api.js";
+import { Stream } from "../stream.js";
+import { FlockStage } from "../flock.js";
+import { inputsFor } from "../rive_inputs.js";
+import { ListBook, renderList, startCountdowns } from "../lists.js";
+import { showFormError, clearFormError, toast, announce, messageOf } from "../notify.js";
+
+const TRUST_WORDS = ["stranger", "regular", "trusted"];
+const ui = uiConfig();
+const config = ui.config || {};
+const book = new ListBook();
+const stage = new FlockStage($("#wire"), { summary: $("#flock-summary") });
+const sending = new Set();
+const deadlines = new Map();
+const listsEl = $("#lists");
+
+const ctx = { config, sending, deadlines, onVerdict: sendVerdict };
+
+function drawList(list) {
+  const existing = document.getElementById(`list-${list.list_id}`);
+  $("#lists-empty")?.remove();
+  const redraw = () => {
+    const card = renderList(list, ctx);
+    if (existing) existing.replaceWith(card);
+    else listsEl.prepend(card);
+  };
+  if (existing) keepFocus(existing, redraw);
+  else redraw();
+  $("#lists-count").textContent = plural(book.lists.size, "list");
+}
+
+function drawAwaiting() {
+  const pending = book.pendingApprovals();
+  const box = $("#awaiting");
+  box.hidden = pending.length === 0;
+  if (!pending.length) return;
+  $("#awaiting-text").replaceChildren(
+    `${plural(pending.length, "approval")} waiting: `,
+    ...pending.slice(0, 6).flatMap(({ item, target }, i) => [
+      i ? ", " : "",
+      h("a", { href: `#item-${item.item_id}` }, `item ${item.item_id} (${target})`),
+    ]),
+    pending.length > 6 ? `, and ${pending.length - 6} more` : "",
+  );
+}
+
+async function sendVerdict(item, target, approve) {
+  const key = `${item.item_id}:${target}`;
+  const list = book.lists.get(findListOf(item));
+  sending.add(key);
+  if (item.errors) delete item.errors[target];
+  if (list) drawList(list);
+  try {
+    await post("/api/verdicts", { item_id: item.item_id, target, approve });
+    announce(`${approve ? "Approved" : "Rejected"} the ${target} of item ${item.item_id}.`);
+  } catch (err) {
+    item.errors = { ...(item.errors || {}), [target]: messageOf(err) };
+  } finally {
+    sending.delete(key);
+    if (list) drawList(list);
+  }
+}
+
+function findListOf(item) {
+  for (const list of book.lists.values()) if (list.items.has(item.item_id)) return list.list_id;
+  return null;
+}
+
+// The server keeps each approval's exact deadline; the page starts from the event's time
+// plus the timeout and then takes the server's word for it.
+let deadlineTimer = null;
+function refreshDeadlinesSoon() {
+  clearTimeout(deadlineTimer);
+  deadlineTimer = setTimeout(async () => {
+    try {
+      readDeadlines(await get("/api/state"));
+    } catch (err) {
+      toast(`Could not read the approval deadlines: ${messageOf(err)}`, "error");
+      return;
+    }
+    for (const list of book.lists.values()) {
+      if ([...list.items.values()].some((i) => Object.keys(i.pending).length)) drawList(list);
+    }
+  }, 700);
+}
+
+function readDeadlines(state) {
+  for (const p of state.pending_approvals || []) {
+    const when = Date.parse(p.deadline);
+    if (p.item_id && p.target && Number.isFinite(when)) deadlines.set(`${p.item_id}:${p.target}`, when);
+  }
+}
+
+function onEvent(event) {
+  stage.apply(inputsFor(event.name, event.data), { live: event.live });
+  const list = book.apply(event);
+  if (list) {
+    drawList(list);
+    drawAwaiting();
+  }
+  if (!event.live) return;
+  const d = event.data;
+  if (d.needs_approval) refreshDeadlinesSoon();
+  switch (event.name) {
+    case "trust.changed": {
+      const up = d.to > d.from;
+      toast(`${d.holder} is now ${TRUST_WORDS[d.to] ?? d.to} for ${d.task_type} ${up ? "▲" : "▼"}`, up ? "good" : "info");
+      break;
+    }
+    case "requester.pranked":
+      showPrank(d.message, d.cooldown_s);
+      break;
+    case "nest.created":
+      addNestOption(d.nest_id, d.name);
+      break;
+    case "list.finished":
+      announce(`List ${d.list_id} finished.`);
+      break;
+    case "item.answered":
+      if (d.needs_approval) announce(`Item ${d.item_id} has an answer waiting for your approval.`);
+      break;
+    case "item.triaged":
+      if (d.needs_approval) announce(`Item ${d.item_id} needs your triage call.`);
+      break;
+    case "crow.hatched":
+      stage.addCrow({ name: d.crow, epithet: d.epithet, status: "active" });
+      stage.updateSummary();
+      toast(`${d.crow}, ${d.epithet}, hatched and joined the wire.`, "good");
+      break;
+    case "crow.retired":
+      stage.removeCrow(d.crow);
+      toast(`${d.crow} retired from the flock.`, "info");
+      break;
+    default:
+      break;
+  }
+}
+
+function showPrank(message, cooldown) {
+  const banner = $("#prank-banner");
+  banner.textContent = `${message}${cooldown ? ` (cooldown ${cooldown} s)` : ""}`;
+  banner.hidden = false;
+  clearTimeout(showPrank.timer);
+  showPrank.timer = setTimeout(() => { banner.hidden = true; }, 9000);
+}
+
+function addNestOption(nestId, name) {
+  const select = $("#list-nest");
+  if ([...select.options].some((o) => o.value === nestId)) return;
+  select.append(h("option", { value: nestId }, name && name !== nestId ? `${name} (#${nestId})` : nestId));
+}
+
+function setupComposer() {
+  const form = $("#list-form");
+  const text = $("#list-text");
+  const requester = $("#list-requester");
+  const error = $("#list-error");
+  const button = $("#list-send");
+  requester.value = localStorage.getItem("crows.requester") || "owner";
+  text.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+      e.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    clearFormError(error);
+    button.disabled = true;
+    button.textContent = "Sending…";
+    const body = { text: text.value, requester: requester.value.trim(), nest_id: $("#list-nest").value };
+    try {
+      const made = await post("/api/lists", body);
+      localStorage.setItem("crows.requester", body.requester);
+      text.value = "";
+      toast(`List ${made && made.list_id ? made.list_id : ""} is with the flock. The Sentry is triaging.`, "good");
+    } catch (err) {
+      showFormError(error, err);
+      if (err instanceof ApiError && err.status === 429) showPrank(err.message, err.body.cooldown_s);
+    } finally {
+      button.disabled = false;
+      button.textContent = "Send to the flock";
+    }
+  });
+}
+
+async function main() {
+  setupComposer();
+  startCountdowns();
+  let state;
+  try {
+    state = await get("/api/state");
+  } catch (err) {
+    toast(`Could not read the flock's state: ${messageOf(err)}`, "error");
+    state = { flock: [], capabilities: [], last_event_id: ui.since || 0 };
+  }
+  stage.setFlock(state.flock || []);
+  readDeadlines(state);
+  get("/api/nests").then((data) => {
+    for (const n of data.nests || []) addNestOption(n.nest_id, n.name);
+  }).catch((err) => toast(`Could not list the nests: ${messageOf(err)}`, "error"));
+
+  new Stream({
+    since: ui.since ?? state.last_event_id,
+    liveAfter: state.last_event_id ?? 0,
+    names: state.capabilities || [],
+    onReconnect: refreshDeadlinesSoon,
+  }).onAny(onEvent).start();
+}
+
+main();

@@ -1,0 +1,248 @@
+// A nest (or a direct chat): the rooms on the left, the conversation, its budgets and the
+// composer. Messages come from the nest's own event stream, which replays the room from
+// its first message, then follows it live.
+
+import { $, $$, h, uiConfig, fmtTokens } from "../dom.js";
+import { get, post, isMissingEndpoint } from "../api.js";
+import { Stream } from "../stream.js";
+import { crowAvatar } from "../crow_art.js";
+import { messageEl, attachAnswer, MentionBox } from "../chat.js";
+import { showFormError, clearFormError, toast, messageOf } from "../notify.js";
+
+const ui = uiConfig();
+const config = ui.config || {};
+const nestId = ui.nest_id;
+const list = $("#messages");
+const seen = new Map(); // msg_id -> record
+let members = [];
+let crows = [];
+let roster = [];
+let replyTo = null;
+let room = null;
+
+function nearBottom() {
+  return list.scrollHeight - list.scrollTop - list.clientHeight < 120;
+}
+
+function addMessage(msg) {
+  if (seen.has(msg.msg_id)) return;
+  const probs = ui.kind_probs && ui.kind_probs[msg.msg_id];
+  if (probs && !msg.probs) msg = { ...msg, probs };
+  seen.set(msg.msg_id, msg);
+  const stick = nearBottom();
+  list.querySelector(".empty")?.remove();
+  list.append(messageEl(msg, { members, onReply: setReply }));
+  if (msg.refers_to && ["claim", "deliver", "decline"].includes(msg.kind)) {
+    const request = document.getElementById(`msg-${msg.refers_to}`);
+    if (request) attachAnswer(request, msg);
+  }
+  if (stick) list.scrollTop = list.scrollHeight;
+}
+
+function setReply(msg) {
+  replyTo = msg ? msg.msg_id : null;
+  const chip = $("#reply-chip");
+  chip.hidden = !msg;
+  if (msg) {
+    chip.replaceChildren(`Replying to ${msg.msg_id} (${msg.author === "owner" ? "you" : msg.author}) `,
+      h("button", { type: "button", class: "chip-close", "aria-label": "Stop replying", onclick: () => setReply(null) }, "×"));
+    $("#composer-text").focus();
+  }
+}
+
+function membersOf() {
+  if (room && Array.isArray(room.members)) return room.members.filter((m) => m !== "owner");
+  if (nestId === "todo") return crows.map((c) => c.name);
+  if (nestId.startsWith("dm-")) {
+    const crow = crows.find((c) => `dm-${c.name.toLowerCase()}` === nestId);
+    return crow ? [crow.name] : [];
+  }
+  const core = (room && (room.crows || room.core)) || [];
+  const everywhere = crows.filter((c) => ["assistant", "chief_of_staff"].includes(c.role)).map((c) => c.name);
+  return [...core, ...everywhere.filter((n) => !core.includes(n))];
+}
+
+function drawHeader(nests) {
+  const listed = nests.find((n) => n.nest_id === nestId);
+  const dmCrow = nestId.startsWith("dm-") ? crows.find((c) => `dm-${c.name.toLowerCase()}` === nestId) : null;
+  const title = dmCrow ? `${dmCrow.name}, ${dmCrow.epithet}` : listed ? listed.name : (room && room.name) || nestId;
+  $("#chat-title").textContent = nestId === "todo" ? "todo · the open flock" : title;
+  document.title = `${title} · so-many-crows`;
+  members = membersOf();
+  $("#chat-members").replaceChildren(
+    h("span", { class: "muted" }, nestId.startsWith("dm-") ? "Just you and " : "Members: "),
+    ...members.map((m) => h("a", { class: "member", href: `/crows/${encodeURIComponent(m)}` }, crowAvatar(m, 18), m)));
+}
+
+function drawRooms(nests) {
+  const here = (id) => (id === nestId ? "page" : null);
+  // Phone width: the room list sits below the chat, so the header offers a quick switch.
+  const switcher = $("#room-switch");
+  switcher.replaceChildren(
+    h("optgroup", { label: "Nests" }, nests.map((n) => h("option", { value: n.nest_id, selected: n.nest_id === nestId }, n.nest_id === "todo" ? "#todo" : `#${n.name}`))),
+    h("optgroup", { label: "Direct chats" }, crows.map((c) => {
+      const id = `dm-${c.name.toLowerCase()}`;
+      return h("option", { value: id, selected: id === nestId }, c.name);
+    })));
+  switcher.onchange = () => window.location.assign(`/nests/${encodeURIComponent(switcher.value)}`);
+  $("#nest-rooms").replaceChildren(...nests.map((n) => h("li", {},
+    h("a", { href: `/nests/${encodeURIComponent(n.nest_id)}`, "aria-current": here(n.nest_id) },
+      h("span", { class: "room-hash" }, "#"), n.nest_id === "todo" ? "todo" : n.name,
+      n.crows && n.crows.length ? h("span", { class: "room-count muted" }, n.crows.length) : null))));
+  $("#dm-rooms").replaceChildren(...crows.map((c) => {
+    const id = `dm-${c.name.toLowerCase()}`;
+    return h("li", {}, h("a", { href: `/nests/${id}`, "aria-current": here(id) },
+      crowAvatar(c.name, 20), c.name, c.status === "quarantined" ? h("span", { class: "tiny-badge warn" }, "caged") : null));
+  }));
+  $("#nest-crows").replaceChildren(...roster.map((name) => h("label", { class: "crow-pick" },
+    h("input", { type: "checkbox", name: "crows", value: name }), crowAvatar(name, 22), h("span", {}, name))));
+}
+
+function meter(el, left, total, unit) {
+  const value = el.querySelector(".meter-value");
+  const bar = el.querySelector(".bar > span");
+  if (left === undefined || left === null) {
+    value.textContent = "not reported";
+    bar.style.width = "0%";
+    el.classList.add("unknown");
+    return;
+  }
+  el.classList.remove("unknown");
+  value.textContent = total ? `${fmtTokens(left)} of ${fmtTokens(total)}${unit}` : `${fmtTokens(left)}${unit}`;
+  const pct = total ? Math.max(0, Math.min(100, (left / total) * 100)) : 100;
+  bar.style.width = `${pct}%`;
+  el.classList.toggle("low", pct < 20);
+}
+
+function drawBudgets() {
+  // GET /api/nests/{id} "budget": exchanges granted by the owner's last message and tokens
+  // per day (plus top-ups), each with what is left (CHATROOM_SPEC 9).
+  const b = (room && room.budget) || {};
+  const exTotal = b.exchanges_granted || b.exchanges_per_turn || config.exchanges_per_turn;
+  const tokTotal = (b.tokens_per_day ?? config.nest_token_budget) + (b.tokens_topped_up || 0);
+  if (room && room.budget && !b.exchanges_granted && !b.exchanges_left) {
+    // No owner message yet (or the turn is spent): each owner message grants a new turn.
+    const el = $("#meter-exchanges");
+    meter(el, 0, exTotal, "");
+    el.querySelector(".meter-value").textContent = b.turn ? `0 · ${exTotal} more when you speak` : `${exTotal} when you speak`;
+  } else {
+    meter($("#meter-exchanges"), b.exchanges_left, exTotal, "");
+  }
+  meter($("#meter-tokens"), b.tokens_left_today, tokTotal, "");
+}
+
+let roomTimer = null;
+function refreshRoomSoon() {
+  clearTimeout(roomTimer);
+  roomTimer = setTimeout(loadRoom, 400);
+}
+
+async function loadRoom() {
+  try {
+    room = await get(`/api/nests/${encodeURIComponent(nestId)}`);
+  } catch (err) {
+    if (!isMissingEndpoint(err) && err.status !== 405) toast(`Could not read this room: ${messageOf(err)}`, "error");
+    room = room || null;
+  }
+  drawBudgets();
+}
+
+function setupComposer() {
+  const form = $("#composer");
+  const ta = $("#composer-text");
+  const error = $("#composer-error");
+  const mentions = new MentionBox(ta, $("#mention-list"), () => members);
+  ta.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !mentions.open && !e.isComposing) {
+      e.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    clearFormError(error);
+    const body = { author: "owner", text: ta.value };
+    if (replyTo) body.refers_to = replyTo;
+    const button = $("#composer-send");
+    button.disabled = true;
+    button.textContent = "Sending…";
+    try {
+      const msg = await post(`/api/nests/${encodeURIComponent(nestId)}/messages`, body);
+      ta.value = "";
+      setReply(null);
+      if (msg && msg.msg_id) addMessage(msg);
+      list.scrollTop = list.scrollHeight;
+    } catch (err) {
+      showFormError(error, err);
+    } finally {
+      button.disabled = false;
+      button.textContent = "Send";
+      ta.focus();
+    }
+  });
+}
+
+function setupNestForm() {
+  const form = $("#nest-form");
+  const error = $("#nest-error");
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    clearFormError(error);
+    const picked = $$("input[name=crows]:checked", form).map((i) => i.value);
+    try {
+      const nest = await post("/api/nests", { name: $("#nest-name").value, crows: picked });
+      window.location.assign(`/nests/${encodeURIComponent(nest.nest_id)}`);
+    } catch (err) {
+      showFormError(error, err);
+    }
+  });
+}
+
+function jumpTo(msgId) {
+  const el = document.getElementById(`msg-${msgId}`);
+  if (!el) return;
+  el.scrollIntoView({ block: "center", behavior: matchMedia("(prefers-reduced-motion: reduce)").matches ? "auto" : "smooth" });
+  el.classList.remove("highlight");
+  void el.offsetWidth;
+  el.classList.add("highlight");
+}
+
+async function main() {
+  setupComposer();
+  setupNestForm();
+  list.append(h("li", { class: "empty" }, "No messages yet. Say hello, or ask a crow for something with @."));
+  list.addEventListener("click", (e) => {
+    const ref = e.target.closest("[data-ref]");
+    if (!ref) return;
+    e.preventDefault();
+    jumpTo(ref.dataset.ref);
+  });
+  let state = { capabilities: [], last_event_id: 0 };
+  let nests = [];
+  try {
+    const [s, c, n] = await Promise.all([get("/api/state"), get("/api/crows"), get("/api/nests")]);
+    state = s;
+    crows = c;
+    nests = n.nests || [];
+    roster = n.roster || [];
+  } catch (err) {
+    toast(`Could not read the flock: ${messageOf(err)}`, "error");
+  }
+  await loadRoom();
+  drawRooms(nests);
+  drawHeader(nests);
+  new Stream({
+    params: { nest_id: nestId }, liveAfter: state.last_event_id ?? 0, names: state.capabilities || [],
+    onReconnect: refreshRoomSoon,
+  })
+    .on("nest.message", (event) => {
+      addMessage(event.data);
+      if (event.live) refreshRoomSoon();
+    })
+    .onAny((event) => {
+      if (event.name.startsWith("decision") || event.name.startsWith("nest.budget")) refreshRoomSoon();
+    })
+    .start();
+}
+
+main();

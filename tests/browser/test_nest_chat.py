@@ -1,0 +1,62 @@
+"""The owner asks @Pepper for something in a nest, by keyboard, and watches the claim and
+the delivery arrive on the request."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+
+import re
+
+from playwright.sync_api import expect
+
+from tests.browser.support import screenshot
+
+
+def test_owner_asks_pepper_and_sees_the_claim_and_the_delivery(flock, open_page) -> None:
+    page = open_page(flock.url + "/nests/todo")
+    expect(page.locator("#meter-exchanges .meter-value")).not_to_have_text("—")
+
+    composer = page.locator("#composer-text")
+    composer.focus()
+    composer.type("@Pep")
+    options = page.locator("#mention-list [role=option]")
+    expect(options).to_have_count(1)
+    expect(options.first).to_contain_text("Pepper")
+    page.keyboard.press("Enter")
+    expect(composer).to_have_value("@Pepper ")
+    composer.type("could you write a tiny script that counts the shiny things in the nest?")
+    page.keyboard.press("Enter")
+
+    request = page.locator(".msg[data-author=owner]").first
+    expect(request).to_contain_text("counts the shiny things")
+    expect(request.locator(".to")).to_contain_text("@Pepper")
+
+    claim = request.locator(".answer-chip.answer-claim")
+    expect(claim).to_contain_text("claimed by Pepper", timeout=30_000)
+    delivered = request.locator(".answer-chip.answer-deliver")
+    expect(delivered).to_contain_text("delivered by Pepper", timeout=30_000)
+
+    delivery = page.locator(".msg.kind-deliver[data-author=Pepper]").first
+    expect(delivery).to_be_visible()
+    request_id = request.get_attribute("data-msg-id")
+    expect(delivery.locator(".ref")).to_have_text(f"re {request_id}")
+    expect(page.locator(".msg.kind-claim[data-author=Pepper]")).to_have_count(1)
+    # Each message says how its kind was decided; the budgets show what is left.
+    assert request.locator(".tagged").get_attribute("title")
+    expect(page.locator("#meter-exchanges .meter-value")).to_contain_text("of")
+    expect(page.locator("#meter-tokens .meter-value")).to_contain_text("of")
+
+    # The claim chip links to the claim in the log.
+    claim.click()
+    expect(page.locator(".msg.kind-claim.highlight")).to_have_count(1)
+    screenshot(page, "nest-claim-and-delivery")
+
+    # Opened again, the room replays from its first message, with Jev's probabilities
+    # for each kind on the tag's hover.
+    page.reload()
+    page.wait_for_selector('#conn[data-state="live"]')
+    request = page.locator(f".msg[data-msg-id={request_id}]")
+    expect(request.locator(".answer-chip")).to_have_count(2)
+    expect(request.locator(".tagged")).to_have_attribute("title", re.compile(r"Jev's probabilities: request \d+%"))

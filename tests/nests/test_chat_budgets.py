@@ -1,0 +1,139 @@
+"""Nest budgets and the loop guard (CHATROOM_SPEC 9, DECISIONS.md "Chatroom"): each owner
+message grants the room CROWS_EXCHANGES_PER_TURN crow invocations, tokens are counted per
+day, wind-down is said in the room, and no chain of crows calling crows outruns the
+exchanges, whatever the brains say."""
+
+from __future__ import annotations
+
+import pytest
+
+from flock import worker
+from nests.actions import create_nest, post_message
+from nests.actions.chat.budgets import read_budget, top_up_budget
+from nests.models import Invocation, NestMessage
+from tests.support import scripted_brain as chat_support
+from tests.support.scripted_brain import make_trusted, run_crows
+
+pytestmark = pytest.mark.usefixtures("fake_jev")
+CROWS = ["Hugin", "Munin", "Pepper", "Inky"]
+
+# Shared fixtures (tests/support/scripted_brain.py), bound here so pytest finds them.
+fake_jev = chat_support.fake_jev
+script_brains = chat_support.script_brains
+
+
+@pytest.fixture
+def launch(db, settings):
+    settings.CROWS_EXCHANGES_PER_TURN = 5
+    return create_nest("Launch", crows=CROWS)
+
+
+@pytest.fixture
+def pass_the_parcel(fake_jev, script_brains):
+    """A misbehaving flock: every crow, whatever it is asked, asks the next crow for help."""
+    fake_jev.kinds = {"could you help": "request"}
+    for crow in CROWS:
+        make_trusted(crow, "writing", level=2)
+
+    def script(request):
+        me = request.persona.name
+        nxt = CROWS[(CROWS.index(me) + 1) % len(CROWS)] if me in CROWS else CROWS[0]
+        return f"@{nxt} could you help with this? I am stuck."
+
+    return script_brains(script)
+
+
+def harness_notes(nest_id: str = "launch") -> list[str]:
+    return list(NestMessage.objects.filter(nest__nest_id=nest_id, author="harness").order_by("n").values_list("text", flat=True))
+
+
+def test_a_flock_that_always_asks_another_crow_stops_at_the_exchange_budget(launch, pass_the_parcel):
+    post_message("launch", author="owner", text="@Hugin could you help with the launch?", kind="request")
+    run_crows()
+    done = Invocation.objects.filter(status="done")
+    assert done.count() == 5 == len(pass_the_parcel.requests)
+    stopped = Invocation.objects.get(status="skipped")
+    assert stopped.error == "budget spent" and stopped.depth == 6
+    notes = harness_notes()
+    assert len(notes) == 2
+    assert notes[0].startswith("Wind-down: 1 of 5")
+    assert notes[1].startswith("Budget spent: all 5 crow exchanges")
+    assert read_budget(launch).exchanges_left == 0
+    assert Invocation.objects.filter(status="queued").count() == 0
+
+
+def test_the_chain_guard_holds_even_when_the_owner_keeps_posting(launch, pass_the_parcel):
+    post_message("launch", author="owner", text="@Hugin could you help with the launch?", kind="request")
+    for _ in range(3):
+        worker.run_pending(max_tasks=1)
+        # Every owner message grants a fresh turn, but the chain the first one started
+        # still may not run past one turn's worth of exchanges.
+        post_message("launch", author="owner", text="keep going, all")
+    run_crows()
+    chain = Invocation.objects.exclude(status="skipped").count()
+    assert chain == 5
+    guard = Invocation.objects.get(status="skipped")
+    assert "loop guard" in guard.error and guard.depth == 6
+
+
+def test_each_owner_message_grants_a_fresh_turn_and_leftovers_lapse(launch):
+    post_message("launch", author="owner", text="morning")
+    budget = read_budget(launch)
+    assert (budget.turn, budget.exchanges_left, budget.exchanges_granted) == (1, 5, 5)
+    post_message("launch", author="owner", text="@Hugin please summarise the launch notes", kind="request")
+    assert read_budget(launch).exchanges_left == 4
+    post_message("launch", author="owner", text="noted, thanks")
+    budget = read_budget(launch)
+    assert (budget.turn, budget.exchanges_left) == (3, 5)
+
+
+def test_crows_are_not_invoked_when_spent_until_the_owner_tops_up(launch, settings):
+    settings.CROWS_EXCHANGES_PER_TURN = 1
+    post_message("launch", author="owner", text="@Hugin please summarise the launch notes", kind="request")
+    run_crows()
+    assert [m.kind for m in NestMessage.objects.filter(author="Hugin")] == ["claim"]
+    assert Invocation.objects.filter(status="skipped", error="budget spent").count() == 1
+    # Said once per turn, not on every blocked invocation.
+    assert len([n for n in harness_notes() if n.startswith("Budget spent")]) == 1
+    top_up_budget(launch, exchanges=2)
+    run_crows()
+    assert [m.kind for m in NestMessage.objects.filter(author="Hugin").order_by("n")] == ["claim", "deliver"]
+    assert read_budget(launch).exchanges_left == 1
+    assert any("topped up" in n for n in harness_notes()), harness_notes()
+
+
+def test_the_token_budget_is_per_day_and_stops_crows_when_spent(launch, settings, script_brains):
+    settings.CROWS_NEST_TOKEN_BUDGET = 50
+    brain = script_brains(
+        lambda r: f"[CLAIM {r.context['msg_id']}] mine" if r.context["expect"] == "claim" else "done", tokens=23
+    )
+    post_message("launch", author="owner", text="@Hugin please summarise the launch notes", kind="request")
+    run_crows()
+    # The claim cost 46 of 50 tokens; the deliver still ran on the 4 left, capped to them.
+    assert read_budget(launch).tokens_used == 92
+    assert [r.max_tokens for r in brain.requests] == [50, 4]
+    post_message("launch", author="owner", text="@Munin what do you think?")
+    assert Invocation.objects.get(crow="Munin").error == "budget spent"
+    notes = harness_notes()
+    assert any(n.startswith("Wind-down: 4 of 50 tokens") for n in notes)
+    assert [n for n in notes if n.startswith("Budget spent")] == [
+        "Budget spent: all 50 tokens for today are used in this room. Crows rest until tomorrow "
+        "or until the owner tops up the budget."
+    ]
+    top_up_budget(launch, tokens=100)
+    run_crows()
+    assert Invocation.objects.get(crow="Munin").status == "done"
+    assert read_budget(launch).tokens_used == 138
+
+
+def test_the_api_shows_the_budget_left(client, launch):
+    post_message("launch", author="owner", text="@Hugin please summarise the launch notes", kind="request")
+    budget = client.get("/api/nests/launch").json()["budget"]
+    assert budget["exchanges_left"] == 4 and budget["exchanges_granted"] == 5 and budget["turn"] == 1
+
+
+def test_with_no_exchanges_per_turn_crows_stay_silent_and_nothing_is_announced(launch, settings):
+    settings.CROWS_EXCHANGES_PER_TURN = 0
+    post_message("launch", author="owner", text="@Hugin please summarise the launch notes", kind="request")
+    run_crows()
+    assert NestMessage.objects.filter(nest=launch).count() == 1

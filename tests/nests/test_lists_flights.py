@@ -1,0 +1,139 @@
+"""Who flies, and the guardrails on flights: core-first rotation, borrowing, at most three
+crows per item, at most CROWS_MAX_IN_FLIGHT in the air, waiting never dropping."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import transaction
+
+from flock import worker
+from flock.brains import BrainReply
+from flock.models import Crow
+from nests.actions import create_nest, post_list
+from nests.actions.lists import land_sortie, launch_sortie
+from nests.actions.lists.crews import pick_crows
+from nests.actions.lists.progress import fit_subtasks
+from nests.models import Sortie
+from tests.nests.test_lists_support import named, run_list, stream, trust_everyone
+
+pytestmark = pytest.mark.django_db
+
+MURDER = "should we use postgres or sqlite?"
+
+
+def _pick(nest_id: str, count: int) -> list[tuple[str, bool]]:
+    with transaction.atomic():
+        return pick_crows(nest_id, count=count)
+
+
+def test_core_crows_come_first_rotating_then_borrowed_ones_rotating():
+    create_nest("Launch", crows=["Pepper", "Inky"])
+    assert _pick("launch", 1) == [("Pepper", False)]
+    assert _pick("launch", 1) == [("Inky", False)]
+    assert _pick("launch", 3) == [("Pepper", False), ("Inky", False), ("Quill", True)]
+    assert _pick("launch", 3) == [("Pepper", False), ("Inky", False), ("Boss", True)]
+
+
+def test_the_todo_nest_picks_from_the_whole_roster_and_borrows_nobody():
+    picks = [_pick("todo", 3) for _ in range(3)]
+    names = [n for group in picks for n, _ in group]
+    assert names == ["Quill", "Boss", "Hugin", "Munin", "Pepper", "Inky", "Soot", "Rook", "Quill"]
+    assert not any(b for group in picks for _, b in group)
+
+
+def test_sentry_elder_quarantined_and_retired_crows_never_work():
+    Crow.objects.filter(name="Quill").update(status=Crow.Status.QUARANTINED)
+    Crow.objects.filter(name="Boss").update(status=Crow.Status.RETIRED)
+    create_nest("Small", crows=["Quill", "Hugin"])
+    picks = [name for _ in range(4) for name, _ in _pick("todo", 3)]
+    assert not {"Sentry", "Elder", "Quill", "Boss"} & set(picks)
+    assert _pick("small", 2) == [("Hugin", False), ("Munin", True)]
+
+
+def test_at_most_three_crows_fly_one_item():
+    assert len(_pick("todo", 5)) == 3
+    assert fit_subtasks(["a", "b", "c", "d"], 3) == ["a", "b", "c; d"]
+    assert fit_subtasks(["a", "b"], 3) == ["a", "b"]
+
+
+def test_a_four_part_split_flies_three_crows_and_keeps_every_part():
+    trust_everyone()
+    todo = run_list("write the intro, fix the build, update the docs and email the team")
+    events = stream(todo.list_id)
+    (triaged,) = named(events, "item.triaged")
+    assert triaged["mode"] == "split"
+    assert triaged["subtasks"] == ["write the intro", "fix the build", "update the docs; email the team"]
+    assert "at most 3 crows per item" in triaged["reason"]
+    workers = [p["crow"] for p in named(events, "crow.flying") if p["crow"] not in ("Sentry", "Elder")]
+    assert len(workers) == len(set(workers)) == 3
+
+
+def test_borrowed_is_true_only_for_crows_outside_the_core():
+    trust_everyone()
+    create_nest("Duo", crows=["Rook"])
+    todo = run_list(MURDER, nest_id="duo")
+    flying = {p["crow"]: p["borrowed"] for p in named(stream(todo.list_id), "crow.flying")}
+    assert flying.pop("Sentry") is False and flying.pop("Elder") is False
+    assert flying.pop("Rook") is False
+    assert len(flying) == 2 and all(flying.values())
+
+
+def _reply(tokens: int = 10) -> BrainReply:
+    return BrainReply(ok=True, text="done", tokens_in=tokens, tokens_out=0, provider="mock", model="mock", latency_ms=1)
+
+
+def test_a_sortie_waits_for_a_free_slot_and_the_landing_hands_it_over(settings):
+    settings.CROWS_MAX_IN_FLIGHT = 1
+    todo = post_list("milk\neggs", requester="ada")
+    first, second = Sortie.objects.filter(todo_list=todo).order_by("id")
+    assert launch_sortie(first.pk) is not None
+    assert launch_sortie(second.pk) is None
+    second.refresh_from_db()
+    assert second.status == Sortie.Status.WAITING and second.waiting_since is not None
+    names = [n for n, _ in stream(todo.list_id)]
+    assert names.count("crow.flying") == 1
+
+    land_sortie(first.pk, _reply(), jev={})
+    second.refresh_from_db()
+    assert second.status == Sortie.Status.PLANNED  # woken, and its task queued again
+    worker.run_pending()
+    second.refresh_from_db()
+    assert second.status == Sortie.Status.LANDED
+
+
+def test_with_one_slot_a_whole_list_still_finishes_and_never_has_two_in_the_air(settings):
+    settings.CROWS_MAX_IN_FLIGHT = 1
+    trust_everyone()
+    todo = run_list(f"{MURDER}\nwrite a haiku about crows")
+    events = stream(todo.list_id)
+    in_air = peak = 0
+    for name, _ in events:
+        in_air += {"crow.flying": 1, "crow.landed": -1}.get(name, 0)
+        peak = max(peak, in_air)
+    assert peak == 1 and [n for n, _ in events][-1] == "list.finished"
+
+
+def test_a_duplicate_task_for_a_sortie_flies_it_once():
+    from nests.tasks import fly_sortie_task
+
+    todo = post_list("milk", requester="ada")
+    sortie = Sortie.objects.get(todo_list=todo)
+    fly_sortie_task.enqueue(sortie.pk)
+    worker.run_pending()
+    names = [n for n, _ in stream(todo.list_id)]
+    assert names.count("crow.flying") == 1 and names.count("crow.landed") == 1
+
+
+def test_a_flight_whose_code_trips_lands_as_a_failure_and_the_item_still_ends(monkeypatch):
+    trust_everyone()
+
+    def trip(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("nests.actions.lists.progress.answer_item", trip)
+    todo = run_list("write a haiku about crows")
+    events = stream(todo.list_id)
+    landed = named(events, "crow.landed")
+    assert landed[-1]["ok"] is False and "RuntimeError" in landed[-1]["error"]
+    assert named(events, "item.skipped")[0]["reason"] == "failure"
+    assert [n for n, _ in events][-1] == "list.finished"

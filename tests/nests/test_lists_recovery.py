@@ -1,0 +1,101 @@
+"""Restart-safety, driven inline: work a dead process left behind is picked up by the
+start-up recovery, flown once more without a second take-off, and the list finishes."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from flock import worker
+from nests.actions import post_list
+from nests.actions.lists import launch_sortie, recover_lists
+from nests.models import Banter, Sortie, TodoList
+from tests.nests.test_lists_support import named, stream, trust_everyone
+
+pytestmark = pytest.mark.django_db
+
+
+def _forget_queue() -> None:
+    """What a crash can lose in the worst case: every queued task."""
+    from django_tasks_db.models import DBTaskResult
+
+    DBTaskResult.objects.all().delete()
+
+
+def test_a_sortie_in_the_air_when_its_process_died_is_flown_again_once():
+    trust_everyone()
+    todo = post_list("write a haiku about crows", requester="ada")
+    sentry = Sortie.objects.get(todo_list=todo)
+    assert launch_sortie(sentry.pk) is not None
+    Sortie.objects.filter(pk=sentry.pk).update(claimed_by="dead-host-1-0000")
+    _forget_queue()
+
+    assert recover_lists()["sorties"] == 1
+    worker.run_pending()
+    events = stream(todo.list_id)
+    flights = [(p["item_id"], p["crow"]) for p in named(events, "crow.flying")]
+    landings = [(p["item_id"], p["crow"]) for p in named(events, "crow.landed")]
+    assert flights == landings and flights[0][1] == "Sentry" and len(set(flights)) == len(flights)
+    assert [n for n, _ in events][-1] == "list.finished"
+
+
+def test_waiting_sorties_get_the_slots_a_dead_process_held(settings):
+    settings.CROWS_MAX_IN_FLIGHT = 1
+    todo = post_list("milk\neggs", requester="ada")
+    first, second = Sortie.objects.filter(todo_list=todo).order_by("id")
+    launch_sortie(first.pk)
+    launch_sortie(second.pk)
+    Sortie.objects.filter(pk=first.pk).update(claimed_by="dead-host-1-0000")
+    _forget_queue()
+    recover_lists()
+    worker.run_pending()
+    assert set(Sortie.objects.filter(todo_list=todo, role="sentry").values_list("status", flat=True)) == {"landed"}
+
+
+def test_banter_in_the_air_is_dropped_and_a_list_whose_items_ended_finishes():
+    trust_everyone()
+    todo = post_list("write a haiku about crows", requester="ada")
+    worker.run_pending()
+    TodoList.objects.filter(pk=todo.pk).update(status=TodoList.Status.FLYING, finished_at=None)
+    from flock.models import Event
+
+    Event.objects.filter(list_key=todo.list_id, name="list.finished").delete()
+    Banter.objects.create(todo_list=todo, item_id=f"{todo.list_id}-1", speaker="Quill", listener="Boss", estimate=50)
+    TodoList.objects.filter(pk=todo.pk).update(tokens_reserved=50)
+    _forget_queue()
+
+    counts = recover_lists()
+    assert counts["banter_dropped"] == 1 and counts["finishes"] == 1
+    worker.run_pending()
+    todo.refresh_from_db()
+    assert todo.status == "finished" and todo.tokens_reserved == 0
+    assert [n for n, _ in stream(todo.list_id)][-1] == "list.finished"
+
+
+def test_recovery_is_registered_to_run_when_the_worker_starts():
+    from nests.actions.lists import recover_lists as recover
+    from trust.actions import reschedule_timeouts
+
+    assert recover in worker._on_start and reschedule_timeouts in worker._on_start
+
+
+def test_the_state_snapshot_lists_open_lists_and_pending_approvals():
+    todo = post_list("write a haiku about crows", requester="ada")
+    worker.run_pending()
+    state = Client().get("/api/state").json()
+    assert "list.started" in state["capabilities"] and "crow.banter" in state["capabilities"]
+    assert "verdict" in state["capabilities"] and "trust.changed" in state["capabilities"]
+    (open_list,) = state["open_lists"]
+    assert open_list["list_id"] == todo.list_id and open_list["items"] == 1 and open_list["items_ended"] == 0
+    (pending,) = state["pending_approvals"]
+    assert pending["item_id"] == f"{todo.list_id}-1" and pending["target"] == "triage"
+    assert pending["deadline"].endswith("Z")
+
+
+def test_get_list_returns_its_state_and_404_for_an_unknown_one():
+    trust_everyone()
+    todo = post_list("write a haiku about crows", requester="ada")
+    worker.run_pending()
+    body = Client().get(f"/api/lists/{todo.list_id}").json()
+    assert body["status"] == "finished" and body["items"][0]["stage"] == "answered"
+    assert Client().get("/api/lists/Lnope").status_code == 404

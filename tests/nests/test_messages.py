@@ -1,0 +1,233 @@
+"""POST /api/nests/{nest_id}/messages exactly as EVENTS.md says, and the reads beside it:
+GET /api/nests/{nest_id}, GET .../messages (paging back) and POST .../budget (top-up).
+
+Crows are not run here (nothing calls the worker); tests/nests/test_chat_*.py run them."""
+
+from __future__ import annotations
+
+import pytest
+
+from flock.actions import retire_crow
+from flock.models import Crow
+from nests.actions import create_nest, post_message
+from nests.models import NestMessage
+from tests.support import scripted_brain as chat_support
+
+pytestmark = pytest.mark.usefixtures("fake_jev")
+
+# Shared fixtures (tests/support/scripted_brain.py), bound here so pytest finds them.
+fake_jev = chat_support.fake_jev
+
+
+@pytest.fixture
+def launch(db):
+    return create_nest("Launch", crows=["Hugin", "Munin"])
+
+
+def post(client, nest_id: str, body: object):
+    return client.post(f"/api/nests/{nest_id}/messages", body, content_type="application/json")
+
+
+def test_a_post_answers_201_with_the_stored_record_and_emits_it(client, launch, capture_events):
+    with capture_events() as events:
+        r = post(client, "launch", {"author": "owner", "text": "  Morning, flock.  "})
+    assert r.status_code == 201
+    assert r.json() == {
+        "nest_id": "launch", "msg_id": "launch-1", "kind": "say", "author": "owner",
+        "text": "Morning, flock.", "to": "", "refers_to": "", "tagged_by": "default",
+    }
+    (event,) = events.named("nest.message")
+    assert event == {**r.json(), "ts": event["ts"]}
+    assert event["ts"].endswith("Z")
+
+
+def test_messages_are_numbered_from_one_per_nest(client, launch):
+    ids = [post(client, "launch", {"author": "owner", "text": f"note {i}"}).json()["msg_id"] for i in range(3)]
+    other = post(client, "todo", {"author": "owner", "text": "elsewhere"}).json()["msg_id"]
+    assert ids == ["launch-1", "launch-2", "launch-3"] and other == "todo-1"
+
+
+def test_an_at_name_sets_to_when_to_is_absent(client, launch):
+    r = post(client, "launch", {"author": "owner", "text": "ping @munin and @Hugin"})
+    assert r.json()["to"] == "Munin"
+    r = post(client, "launch", {"author": "owner", "text": "@Munin hi", "to": "Hugin"})
+    assert r.json()["to"] == "Hugin"
+    r = post(client, "launch", {"author": "owner", "text": "@Soot is not here"})
+    assert r.json()["to"] == ""
+
+
+def test_a_crow_header_on_the_text_becomes_kind_and_refers_to(client, launch):
+    post(client, "launch", {"author": "owner", "text": "@Hugin find the notes", "kind": "request"})
+    r = post(client, "launch", {"author": "Hugin", "text": "[CLAIM launch-1] On it."})
+    body = r.json()
+    assert (body["kind"], body["refers_to"], body["text"], body["to"]) == ("claim", "launch-1", "On it.", "owner")
+
+
+def test_a_direct_chat_exists_for_every_crow_before_its_first_message(client, db):
+    r = post(client, "dm-pepper", {"author": "owner", "text": "hello"})
+    assert r.status_code == 201 and r.json()["msg_id"] == "dm-pepper-1"
+    assert post(client, "dm-pepper", {"author": "Pepper", "text": "hi!"}).status_code == 201
+    assert post(client, "dm-pepper", {"author": "Hugin", "text": "me too"}).status_code == 400
+
+
+def test_quill_and_boss_may_post_everywhere(client, launch):
+    for crow in ("Quill", "Boss"):
+        assert post(client, "launch", {"author": crow, "text": "here"}).status_code == 201
+
+
+# --- 404 / 400 / 409 / 429 ------------------------------------------------------------
+
+
+def test_unknown_nest_is_a_404(client, db):
+    for path in ("/api/nests/nope/messages", "/api/nests/dm-nobody/messages"):
+        r = client.post(path, {"author": "owner", "text": "hi"}, content_type="application/json")
+        assert r.status_code == 404 and "no such nest" in r.json()["message"]
+    assert client.get("/api/nests/nope").status_code == 404
+    assert client.get("/api/nests/nope/messages").status_code == 404
+    assert client.post("/api/nests/nope/budget", {"exchanges": 1}, content_type="application/json").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        ({"author": "owner", "text": ""}, "1–2000"),
+        ({"author": "owner", "text": "   \n "}, "1–2000"),
+        ({"author": "owner", "text": "x" * 2001}, "1–2000"),
+        ({"author": "owner", "text": 5}, "text"),
+        ({"author": "owner"}, "text"),
+        ({"text": "hi"}, "author"),
+        ({"author": "", "text": "hi"}, "author"),
+        ({"author": "Soot", "text": "hi"}, "not a member"),
+        ({"author": "Sentry", "text": "hi"}, "not a member"),
+        ({"author": "Hugin", "text": "hi", "kind": "nudge"}, "harness"),
+        ({"author": "Hugin", "text": "hi", "kind": "flag"}, "harness"),
+        ({"author": "Hugin", "text": "hi", "kind": "shout"}, "kind must be one of"),
+        ({"author": "Hugin", "text": "hi", "kind": 3}, "kind"),
+        ({"author": "owner", "text": "hi", "refers_to": "launch-9"}, "refers_to"),
+        ({"author": "owner", "text": "hi", "refers_to": "todo-1"}, "refers_to"),
+        ({"author": "owner", "text": "hi", "to": "Soot"}, "to must be"),
+    ],
+)
+def test_bad_posts_get_a_400_naming_the_problem(client, launch, body, words):
+    post_message("todo", author="owner", text="a message of another nest")
+    r = post(client, "launch", body)
+    assert r.status_code == 400, r.json()
+    assert words in r.json()["message"]
+    assert not NestMessage.objects.filter(nest__nest_id="launch").exists()
+
+
+def test_text_of_exactly_2000_characters_after_trimming_is_accepted(client, launch):
+    r = post(client, "launch", {"author": "owner", "text": "  " + "x" * 2000 + "  "})
+    assert r.status_code == 201
+
+
+def test_a_quarantined_crow_may_not_speak(client, launch):
+    Crow.objects.filter(name="Hugin").update(status=Crow.Status.QUARANTINED)
+    r = post(client, "launch", {"author": "Hugin", "text": "let me out"})
+    assert r.status_code == 400 and "quarantined" in r.json()["message"]
+
+
+def test_the_sentry_speaks_only_in_flags_through_the_harness(client, db):
+    r = post(client, "todo", {"author": "Sentry", "text": "all quiet"})
+    assert r.status_code == 400 and "only in flags" in r.json()["message"]
+
+
+def test_a_retired_crow_is_no_longer_a_member(client, launch):
+    retire_crow("Munin", retired_by="Boss")
+    r = post(client, "launch", {"author": "Munin", "text": "still here?"})
+    assert r.status_code == 400 and "not a member" in r.json()["message"]
+
+
+def test_a_second_claim_on_a_solo_request_over_the_api_is_a_409(client, launch):
+    post(client, "launch", {"author": "owner", "text": "find the notes", "kind": "request"})
+    first = post(client, "launch", {"author": "Hugin", "text": "Mine.", "kind": "claim", "refers_to": "launch-1"})
+    second = post(client, "launch", {"author": "Munin", "text": "Mine!", "kind": "claim", "refers_to": "launch-1"})
+    again = post(client, "launch", {"author": "Hugin", "text": "Mine, twice.", "kind": "claim", "refers_to": "launch-1"})
+    assert first.status_code == 201
+    assert second.status_code == 409 and "already claimed by Hugin" in second.json()["message"]
+    assert again.status_code == 409 and set(again.json()) == {"message"}
+    assert NestMessage.objects.filter(nest__nest_id="launch").count() == 2
+
+
+def test_over_the_rate_a_poster_gets_a_429_with_a_cooldown_keyed_by_author(client, launch, settings):
+    settings.CROWS_NEST_POST_RATE_PER_MIN = 3
+    for i in range(3):
+        assert post(client, "launch", {"author": "owner", "text": f"n{i}"}).status_code == 201
+    r = post(client, "launch", {"author": "owner", "text": "one more"})
+    assert r.status_code == 429
+    assert set(r.json()) == {"message", "cooldown_s"} and r.json()["cooldown_s"] == settings.CROWS_PRANK_COOLDOWN_S
+    # Strikes are keyed by author: the crow Hugin is not the owner.
+    assert post(client, "launch", {"author": "Hugin", "text": "still fine"}).status_code == 201
+
+
+def test_invalid_bodies_never_count_against_the_rate(client, launch, settings):
+    settings.CROWS_NEST_POST_RATE_PER_MIN = 2
+    for _ in range(5):
+        assert post(client, "launch", {"author": "owner", "text": ""}).status_code == 400
+        assert post(client, "launch", {"author": "owner", "text": "hi", "refers_to": "launch-99"}).status_code == 400
+    assert post(client, "launch", {"author": "owner", "text": "a"}).status_code == 201
+    assert post(client, "launch", {"author": "owner", "text": "b"}).status_code == 201
+    assert post(client, "launch", {"author": "owner", "text": "c"}).status_code == 429
+
+
+# --- reads ------------------------------------------------------------------------------
+
+
+def test_nest_detail_shows_members_budgets_and_recent_messages(client, launch, settings):
+    settings.CROWS_EXCHANGES_PER_TURN = 12
+    post(client, "launch", {"author": "owner", "text": "hello"})
+    body = client.get("/api/nests/launch").json()
+    assert body["nest_id"] == "launch" and body["kind"] == "nest" and body["core"] == ["Hugin", "Munin"]
+    assert body["members"] == ["owner", "Hugin", "Munin", "Quill", "Boss"]
+    assert body["budget"]["exchanges_left"] == 12 and body["budget"]["exchanges_per_turn"] == 12
+    assert body["budget"]["tokens_left_today"] == settings.CROWS_NEST_TOKEN_BUDGET
+    assert [m["msg_id"] for m in body["messages"]] == ["launch-1"]
+
+
+def test_messages_page_back_from_the_newest(client, launch):
+    for i in range(7):
+        post_message("launch", author="owner", text=f"m{i + 1}")
+    page = client.get("/api/nests/launch/messages?limit=3").json()
+    assert [m["text"] for m in page["messages"]] == ["m5", "m6", "m7"] and page["before"] == "launch-5"
+    page = client.get(f"/api/nests/launch/messages?limit=3&before={page['before']}").json()
+    assert [m["text"] for m in page["messages"]] == ["m2", "m3", "m4"] and page["before"] == "launch-2"
+    page = client.get("/api/nests/launch/messages?limit=3&before=2").json()
+    assert [m["text"] for m in page["messages"]] == ["m1"] and page["before"] is None
+    assert len(client.get("/api/nests/launch/messages").json()["messages"]) == 7
+
+
+@pytest.mark.parametrize(
+    "query, words",
+    [
+        ("limit=0", "limit"),
+        ("limit=201", "limit"),
+        ("limit=ten", "limit"),
+        ("limit=-1", "limit"),
+        ("before=abc", "before"),
+        ("before=0", "before"),
+        ("before=todo-3", "before"),
+    ],
+)
+def test_bad_page_queries_are_a_400(client, launch, query, words):
+    r = client.get(f"/api/nests/launch/messages?{query}")
+    assert r.status_code == 400 and words in r.json()["message"]
+
+
+def test_the_owner_tops_up_a_budget_and_the_room_hears_it(client, launch, settings):
+    settings.CROWS_EXCHANGES_PER_TURN = 4
+    post(client, "launch", {"author": "owner", "text": "hello"})
+    r = client.post("/api/nests/launch/budget", {"exchanges": 3, "tokens": 1000}, content_type="application/json")
+    assert r.status_code == 200
+    assert r.json()["exchanges_left"] == 7 and r.json()["tokens_topped_up"] == 1000
+    notice = NestMessage.objects.filter(nest__nest_id="launch").order_by("-n").first()
+    assert notice.author == "harness" and "topped up" in notice.text
+
+
+@pytest.mark.parametrize(
+    "body, words",
+    [({}, "exchanges and/or tokens"), ({"exchanges": 0}, "between"), ({"exchanges": "5"}, "whole number"),
+     ({"tokens": -3}, "between"), ({"exchanges": True}, "whole number"), ({"exchanges": 1001}, "between")],
+)
+def test_bad_top_ups_are_a_400(client, launch, body, words):
+    r = client.post("/api/nests/launch/budget", body, content_type="application/json")
+    assert r.status_code == 400 and words in r.json()["message"]

@@ -1,0 +1,109 @@
+"""Moving trust: promotion after a streak of owner approvals, demotion on a rejection.
+
+DECISIONS.md: a holder is promoted one level after CROWS_TRUST_STREAK consecutive owner
+approvals for that task type since its last level change; one owner rejection demotes
+one level and resets the streak. Timeouts and Jev misses never move trust, so nothing
+here is called for them. Each change emits `trust.changed`, on the stream of the list
+whose verdict caused it.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import transaction
+
+from flock.errors import BadInput
+from flock.events import emit, register_event_names
+from flock.personas import TASK_TYPES
+from trust.actions.locking import lock_event_log
+from trust.models import STRANGER, TRUSTED, TrustEntry, TrustHolder
+
+register_event_names("trust.changed")
+
+
+def _locked_balance(holder: str, task_type: str) -> tuple[int, int]:
+    """Lock the holder's row and read its (level, streak) from the newest ledger entry."""
+    TrustHolder.objects.get_or_create(holder=holder, task_type=task_type)
+    TrustHolder.objects.select_for_update().get(holder=holder, task_type=task_type)
+    last = (
+        TrustEntry.objects.filter(holder=holder, task_type=task_type)
+        .order_by("-id")
+        .values_list("level", "streak")
+        .first()
+    )
+    return last if last is not None else (STRANGER, 0)
+
+
+def record_trust_outcome(
+    holder: str,
+    *,
+    task_type: str,
+    approved: bool,
+    list_id: str = "",
+    item_id: str = "",
+    source: str = TrustEntry.Source.VERDICT,
+) -> TrustEntry:
+    """Append one owner judgment to `holder`'s ledger for `task_type`; returns the entry.
+
+    Call it inside the verdict's transaction, so the entry and the verdict commit together.
+    """
+    if task_type not in TASK_TYPES:
+        raise BadInput(f"task_type must be one of {', '.join(TASK_TYPES)}, got {task_type!r}")
+    with transaction.atomic():
+        lock_event_log()
+        level, streak = _locked_balance(holder, task_type)
+        before = level
+        if approved:
+            streak += 1
+            if streak >= settings.CROWS_TRUST_STREAK and level < TRUSTED:
+                level, streak = level + 1, 0
+        else:
+            level, streak = max(STRANGER, level - 1), 0
+        entry = TrustEntry.objects.create(
+            holder=holder,
+            task_type=task_type,
+            outcome=TrustEntry.Outcome.APPROVED if approved else TrustEntry.Outcome.REJECTED,
+            source=source,
+            level_before=before,
+            level=level,
+            streak=streak,
+            list_id=list_id,
+            item_id=item_id,
+        )
+        if level != before:
+            emit(
+                "trust.changed",
+                {"holder": holder, "task_type": task_type, "from": before, "to": level},
+                list_id=list_id,
+            )
+    return entry
+
+
+def seed_trust(holder: str, *, task_type: str, level: int = TRUSTED) -> int:
+    """Record owner approvals (source "seed") until `holder` reaches `level` for `task_type`.
+
+    A setup step for a flock the owner already trusts (benches, load tests, a demo): the
+    entries follow the ledger's own rule (a promotion per CROWS_TRUST_STREAK approvals)
+    and emit `trust.changed` at each promotion, so the ledger stays the whole truth.
+    Returns how many entries it appended."""
+    if not STRANGER <= level <= TRUSTED:
+        raise BadInput(f"level must be {STRANGER}–{TRUSTED}, got {level}")
+    if task_type not in TASK_TYPES:
+        raise BadInput(f"task_type must be one of {', '.join(TASK_TYPES)}, got {task_type!r}")
+    entries: list[TrustEntry] = []
+    with transaction.atomic():
+        lock_event_log()
+        current, streak = _locked_balance(holder, task_type)
+        while current < level:
+            before = current
+            streak += 1
+            if streak >= settings.CROWS_TRUST_STREAK:
+                current, streak = current + 1, 0
+            entries.append(TrustEntry(
+                holder=holder, task_type=task_type, outcome=TrustEntry.Outcome.APPROVED,
+                source=TrustEntry.Source.SEED, level_before=before, level=current, streak=streak,
+            ))
+            if current != before:
+                emit("trust.changed", {"holder": holder, "task_type": task_type, "from": before, "to": current})
+        TrustEntry.objects.bulk_create(entries)
+    return len(entries)

@@ -1,0 +1,57 @@
+"""The trust ledger (DECISIONS.md "Approvals and trust").
+
+Append-only: every owner verdict on a holder's work adds one TrustEntry per holder and
+task type, carrying the running level and streak after it, the way a bank ledger carries
+its balance. A holder's level is a query over its entries (the newest one's `level`),
+never a mutable column. TrustHolder is only the row two concurrent verdicts lock, so
+their entries are appended one after the other and each reads the other's balance.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+STRANGER, REGULAR, TRUSTED = 0, 1, 2
+LEVEL_NAMES = {STRANGER: "stranger", REGULAR: "regular", TRUSTED: "trusted"}
+
+
+class TrustHolder(models.Model):
+    """The lock row of one holder ("flock" or a crow's name) for one task type."""
+
+    holder = models.CharField(max_length=40)
+    task_type = models.CharField(max_length=16)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["holder", "task_type"], name="trust_holder_once")]
+
+    def __str__(self) -> str:
+        return f"{self.holder}/{self.task_type}"
+
+
+class TrustEntry(models.Model):
+    """One owner judgment on a holder's work, with the level and streak it left behind."""
+
+    class Outcome(models.TextChoices):
+        APPROVED = "approved"
+        REJECTED = "rejected"
+
+    class Source(models.TextChoices):
+        VERDICT = "verdict"  # the owner answered an approval
+        SEED = "seed"  # recorded by `manage.py trust_seed` (a setup step, not a verdict)
+
+    holder = models.CharField(max_length=40)
+    task_type = models.CharField(max_length=16)
+    outcome = models.CharField(max_length=8, choices=Outcome.choices)
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.VERDICT)
+    level_before = models.PositiveSmallIntegerField()
+    level = models.PositiveSmallIntegerField(help_text="The level after this entry.")
+    streak = models.PositiveIntegerField(help_text="Consecutive approvals since the last level change, after this entry.")
+    list_id = models.CharField(max_length=64, blank=True, default="")
+    item_id = models.CharField(max_length=80, blank=True, default="")
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["holder", "task_type", "id"], name="trust_entry_holder")]
+
+    def __str__(self) -> str:
+        return f"{self.holder}/{self.task_type} {self.outcome} -> {self.level}"

@@ -1,0 +1,14 @@
+"""Background tasks of the trust app. Each is idempotent: a duplicate or a late run
+finds its work done and returns."""
+
+from __future__ import annotations
+
+from django.tasks import task
+
+
+@task()
+def time_out_approval_task(item_id: str, target: str) -> str:
+    from trust.actions.verdicts import time_out_approval
+
+    verdict = time_out_approval(item_id, target=target)
+    return verdict.verdict if verdict else "not due"
