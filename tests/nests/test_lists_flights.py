@@ -30,14 +30,15 @@ def test_core_crows_come_first_rotating_then_borrowed_ones_rotating():
     create_nest("Launch", crows=["Pepper", "Inky"])
     assert _pick("launch", 1) == [("Pepper", False)]
     assert _pick("launch", 1) == [("Inky", False)]
-    assert _pick("launch", 3) == [("Pepper", False), ("Inky", False), ("Quill", True)]
-    assert _pick("launch", 3) == [("Pepper", False), ("Inky", False), ("Boss", True)]
+    assert _pick("launch", 3) == [("Pepper", False), ("Inky", False), ("Hugin", True)]
+    assert _pick("launch", 3) == [("Pepper", False), ("Inky", False), ("Munin", True)]
 
 
 def test_the_todo_nest_picks_from_the_whole_roster_and_borrows_nobody():
+    """Working crows first, then Quill and Boss, whose day jobs are the owner and the flock."""
     picks = [_pick("todo", 3) for _ in range(3)]
     names = [n for group in picks for n, _ in group]
-    assert names == ["Quill", "Boss", "Hugin", "Munin", "Pepper", "Inky", "Soot", "Rook", "Quill"]
+    assert names == ["Hugin", "Munin", "Pepper", "Inky", "Soot", "Rook", "Quill", "Boss", "Hugin"]
     assert not any(b for group in picks for _, b in group)
 
 

@@ -17,13 +17,16 @@ NOT_WORKERS = (Crow.Role.SENTRY, Crow.Role.ELDER)
 
 
 def worker_names() -> list[str]:
-    """Active roster crows that may fly as workers, in hatch order."""
-    return list(
+    """Active roster crows that may fly as workers: the working crows first, in hatch
+    order, then Quill and Boss, whose day jobs are the owner and the flock."""
+    rows = (
         Crow.objects.filter(status=Crow.Status.ACTIVE, in_roster=True)
         .exclude(role__in=NOT_WORKERS)
         .order_by("id")
-        .values_list("name", flat=True)
+        .values_list("name", "role")
     )
+    workers = [name for name, role in rows if role == Crow.Role.WORKER]
+    return workers + [name for name, role in rows if role != Crow.Role.WORKER]
 
 
 def _take(names: list[str], start: int, count: int) -> list[str]:
