@@ -135,6 +135,15 @@ def describe_event(event: Any) -> str:
         return f"Sentry called an item {data.get('mode', 'solo')}"
     if name == "requester.pranked":
         return "a prankster got a cooldown"
+    # An answer's own text reads badly quoted in a one-line aside: name who answered.
+    if name == "item.answered":
+        crows = [str(c) for c in data.get("crows") or []]
+        return f"{' and '.join(crows) or 'the flock'} turned in an answer"
+    if name == "crow.flying":
+        return f"{crow or 'a crow'} took off"
+    if name == "list.started":
+        items = data.get("items") or []
+        return f"{data.get('requester') or 'someone'} sent a list of {len(items)} item{'s' if len(items) != 1 else ''}"
     text = data.get("text") or data.get("answer") or ""
     if text:
         return " ".join(str(text).split())[:160]
