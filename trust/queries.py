@@ -101,3 +101,14 @@ def pending_approvals() -> list[dict[str, Any]]:
         }
         for a in Approval.objects.filter(verdict__isnull=True).order_by("deadline", "id")
     ]
+
+
+def owner_output_verdicts() -> dict[str, bool]:
+    """item_id -> approved? for every output the owner judged (auto verdicts and timeouts
+    are left out: they say nothing about the quality of the work)."""
+    from trust.models import Verdict
+
+    rows = Verdict.objects.filter(
+        target="output", verdict__in=(Verdict.Value.APPROVED, Verdict.Value.REJECTED)
+    ).values_list("item_id", "verdict")
+    return {item_id: verdict == Verdict.Value.APPROVED for item_id, verdict in rows}

@@ -152,3 +152,21 @@ def test_start_up_recovery_reschedules_every_waiting_timeout():
     DBTaskResult.objects.all().delete()
     assert reschedule_timeouts() == 2
     assert DBTaskResult.objects.filter(task_path="trust.tasks.time_out_approval_task").count() == 2
+
+
+def test_flightlog_reports_the_owner_approval_rate_per_model(client):
+    """Owner output verdicts feed GET /api/flightlog's approval rate (CHATROOM_SPEC 7a)."""
+    from django.db import transaction
+
+    from flock.actions import record_flight
+    from trust.models import Verdict
+
+    with transaction.atomic():
+        for n in (1, 2, 3):
+            record_flight(crow="Hugin", provider="mock", model="mock", task="answer", task_type="writing",
+                          ok=True, item_id=f"Lx-{n}", list_id="Lx")
+    Verdict.objects.create(item_id="Lx-1", target="output", list_id="Lx", verdict=Verdict.Value.APPROVED)
+    Verdict.objects.create(item_id="Lx-2", target="output", list_id="Lx", verdict=Verdict.Value.REJECTED)
+    Verdict.objects.create(item_id="Lx-3", target="output", list_id="Lx", verdict=Verdict.Value.AUTO)
+    (row,) = client.get("/api/flightlog").json()["by_model_and_task_type"]
+    assert row["owner_verdicts"] == 2 and row["approval_rate"] == 0.5
