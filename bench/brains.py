@@ -23,10 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from django.conf import settings
+from django.conf import settings  # noqa: E402 - after the sys.path line
 
-from flock.brains import BrainRequest, Persona, get_brain
-from flock.brains.mock import request_digest
+from flock.brains import BrainRequest, Persona, get_brain  # noqa: E402
+from flock.brains.mock import request_digest  # noqa: E402
 
 MOCK_P50_BUDGET_MS = 5.0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
+from flock.brains import Persona
 from flock.models import Crow
 
 
@@ -72,3 +73,18 @@ def flightlog_summary(approvals: dict[str, bool] | None = None) -> list[dict]:
             }
         )
     return summary
+
+
+def persona_of(crow: Crow) -> Persona:
+    """What a brain knows of a crow."""
+    return Persona(
+        name=crow.name,
+        epithet=crow.epithet,
+        strength=crow.strength,
+        backstory=crow.backstory,
+        persona=crow.persona,
+        voice=crow.voice,
+        relationships=dict(crow.relationships or {}),
+        openers=tuple(crow.openers or ()),
+        closers=tuple(crow.closers or ()),
+    )

@@ -16,11 +16,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from flock.actions import record_flight
-from flock.brains import BrainRequest, Persona, get_brain
+from flock.brains import BrainRequest, get_brain
 from flock.brains.header import format_header, parse_header, strip_header
 from flock.errors import CrowsError
 from flock.events import lock_event_log
 from flock.models import Crow
+from flock.queries import persona_of
 from nests import queries
 from nests.actions.chat import budgets
 from nests.actions.chat.claims import mark_answered, request_for
@@ -70,20 +71,6 @@ class Reply:
     # The handler did what the message asked: a request it answers is closed as delivered,
     # whatever kind Jev gives the reply.
     closes: bool = False
-
-
-def persona_of(crow: Crow) -> Persona:
-    return Persona(
-        name=crow.name,
-        epithet=crow.epithet,
-        strength=crow.strength,
-        backstory=crow.backstory,
-        persona=crow.persona,
-        voice=crow.voice,
-        relationships=dict(crow.relationships or {}),
-        openers=tuple(crow.openers or ()),
-        closers=tuple(crow.closers or ()),
-    )
 
 
 def answered(inv: Invocation) -> tuple[NestMessage, ChatRequest | None]:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from flock.brains import BrainRequest, Persona, estimate_tokens, system_prompt
+from flock.brains import BrainRequest, estimate_tokens, system_prompt
 from flock.brains.prompts import conversation
 from flock.models import Crow
+from flock.queries import persona_of
 
 # Reply caps per brain task. Triage is a short JSON object; answers are a few lines.
 MAX_TOKENS = {
@@ -22,20 +23,6 @@ MAX_TOKENS = {
     "synthesise": 700,
     "banter": 60,
 }
-
-
-def persona_of(crow: Crow) -> Persona:
-    return Persona(
-        name=crow.name,
-        epithet=crow.epithet,
-        strength=crow.strength,
-        backstory=crow.backstory,
-        persona=crow.persona,
-        voice=crow.voice,
-        relationships=dict(crow.relationships or {}),
-        openers=tuple(crow.openers or ()),
-        closers=tuple(crow.closers or ()),
-    )
 
 
 def brief(crow: Crow, *, task: str, context: dict[str, Any], system: str = "") -> BrainRequest:
