@@ -6,16 +6,20 @@ Starts real daphne servers on 127.0.0.1, each on its own freshly migrated SQLite
 temp dir: the app (`crows_site.asgi`) and the baseline (`bench/baseline_asgi.py`: stock
 AsyncHttpConsumer + stock InMemoryChannelLayer groups, same Django settings). All clients
 are raw asyncio sockets in this one process, which shares the 2 cores with the servers.
+Each server is measured only once it is quiet (start-up work such as model loading done).
 
 Measures, for both servers, and prints crows, baseline and crows/baseline:
 1. fan-out latency p50/p99 to 100 and 1,000 subscribers of /api/events?nest_id=todo: the
-   time from just before a POST of an owner message to each subscriber seeing its text;
+   time from just before a POST of an owner message to each subscriber seeing its text,
+   and the server CPU time per round (steadier than latency on a shared machine);
 2. POST throughput with 10 concurrent keep-alive posters, 0 and 100 subscribers;
-3. replay: connect with since=0 until the 10,000th stored event has arrived;
-4. idle streams held and server RSS growth per stream at 1,000 and (not --quick) 5,000.
+3. idle streams held and server RSS growth per stream at 1,000 and (not --quick) 5,000;
+4. replay: connect with since=0 until the 10,000th stored event has arrived (on the
+   servers of 3, once their streams are closed; see _stream_servers.FILL_EVENTS for how
+   the 10,000 events are made).
 Crows and baseline rounds alternate, so a machine busy with something else hurts both.
 Not part of the test suite. Loopback only; every loop is bounded; every server it started
-is stopped on exit, Ctrl+C or error.
+is stopped on exit, Ctrl+C or error. Figures and findings: docs/PERFORMANCE.md, "Stream".
 """
 
 from __future__ import annotations

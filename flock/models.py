@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 
@@ -50,13 +51,23 @@ class Crow(models.Model):
         return self.model or settings.CROWS_BRAIN
 
 
+class CompactJSONEncoder(DjangoJSONEncoder):
+    """Stores an event's payload exactly as flock.events.render_frame writes it, so a
+    replay can send the stored text without decoding and encoding it again."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["separators"] = (",", ":")
+        kwargs["ensure_ascii"] = False
+        super().__init__(*args, **kwargs)
+
+
 class Event(models.Model):
     """One row per SSE message. Its id is the SSE `id:`; only flock.events.emit writes here."""
 
     name = models.CharField(max_length=48)
     list_key = models.CharField(max_length=64, blank=True, default="")
     nest_key = models.CharField(max_length=64, blank=True, default="")
-    payload = models.JSONField()
+    payload = models.JSONField(encoder=CompactJSONEncoder)
     created_at = models.DateTimeField()
 
     class Meta:

@@ -215,3 +215,22 @@ def test_last_event_id_wins_over_a_since_left_in_the_url(server):
         assert client.drain(quiet=0.5) == []
     finally:
         client.close()
+
+
+def test_replayed_events_carry_the_same_data_as_live_ones(server):
+    """Replay sends the stored payload text; it must read the same as the live frame."""
+    live = SSEClient(f"{server.url}/api/events")
+    try:
+        text = 'crème brûlée, "quoted", back\\slash, tab\there, emoji 🐦'
+        r = server.post("/api/nests/todo/messages", {"author": "owner", "text": text})
+        assert r.status_code == 201
+        (seen,) = live.events(1)
+    finally:
+        live.close()
+    replay = SSEClient(f"{server.url}/api/events?since={seen.id - 1}")
+    try:
+        (again,) = replay.events(1)
+    finally:
+        replay.close()
+    assert again.id == seen.id and again.event == seen.event
+    assert again.data == seen.data and again.data["text"] == text
