@@ -10,11 +10,12 @@ from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
+from crows_site.parser import StrictJsonParser
 from flock.errors import CrowsError
 
 log = logging.getLogger("crows.api")
 
-api = NinjaAPI(title="so-many-crows", version="1", urls_namespace="api")
+api = NinjaAPI(title="so-many-crows", version="1", urls_namespace="api", parser=StrictJsonParser())
 
 
 def _describe(errors: list[dict]) -> str:
@@ -23,8 +24,11 @@ def _describe(errors: list[dict]) -> str:
         where = ".".join(str(p) for p in error.get("loc", []) if p not in ("body", "payload", "query", "path"))
         what = error.get("msg", "is invalid")
         if error.get("type") == "missing":
+            if not where:
+                parts.append("a JSON object body is required")
+                continue
             what = "is required"
-        parts.append(f"{where or 'body'}: {what}" if where else what)
+        parts.append(f"{where}: {what}" if where else what)
     return "; ".join(parts) or "the request is invalid"
 
 
