@@ -209,7 +209,8 @@ def split_parts(text: str, *, limit: int = 4) -> list[str]:
     """
     body = clean(text)
     lead, colon, after = body.partition(":")
-    if colon and re.search(r"[;,]|\sand\s", after) and len(lead.split()) <= 8:
+    listed = bool(colon and re.search(r"[;,]|\sand\s", after) and len(lead.split()) <= 8)
+    if listed:
         body = after
     if ";" in body:
         raw = body.split(";")
@@ -223,6 +224,15 @@ def split_parts(text: str, *, limit: int = 4) -> list[str]:
         if chunk:
             parts.extend(_split_and(chunk))
     parts = [p for p in (clean(p) for p in parts) if p]
+    if (
+        listed
+        and len(parts) >= 2
+        and _starts_with_verb(clean(lead))
+        and all(len(p.split()) <= 3 and not _starts_with_verb(p) for p in parts)
+    ):
+        # "plan the offsite: venue, agenda, budget": the lead is the job, each noun a part.
+        parts = [f"{clean(lead)}: {p}" for p in parts]
+        return parts[: limit - 1] + ["; ".join(parts[limit - 1 :])] if len(parts) > limit else parts
     if len(parts) < 2 or any(len(p.split()) < 2 for p in parts):
         return []
     if sum(1 for p in parts if _starts_with_verb(p)) < max(2, len(parts) - 1):

@@ -630,3 +630,12 @@ def test_one_client_is_shared_per_endpoint_and_key(wire):
     brain = get_brain(spec)
     assert brain.think(ask(item_text="one")).ok and brain.think(ask(item_text="two")).ok
     assert len([k for k in providers._clients if k[0] == fake.name]) == 1
+
+
+def test_mock_triage_splits_a_colon_list_of_nouns_under_one_job():
+    from flock.brains.mock_text import triage
+
+    mode, task_type, subtasks, _ = triage("plan the offsite: venue, agenda, budget")
+    assert (mode, task_type) == ("split", "planning")
+    assert subtasks == ["plan the offsite: venue", "plan the offsite: agenda", "plan the offsite: budget"]
+    assert triage("buy milk, eggs and bread")[0] == "solo"
