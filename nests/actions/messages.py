@@ -282,5 +282,9 @@ def post_message(
             and bool(relayed_from)
             and not NestMessage.objects.filter(nest=room, msg_id=relayed_from).exists()
         )
+        if invocation is not None:
+            # The reply and its invocation commit together, so a re-run after a crash sees
+            # the reply already posted and does not post a second one.
+            type(invocation).objects.filter(pk=invocation.pk).update(reply=message)
         route_message(message, claim=claim, request=request, parent=invocation, owner_turn=owner_turn)
     return message

@@ -255,3 +255,25 @@ def test_an_invocation_interrupted_by_a_restart_runs_again_and_a_finished_one_ne
     assert inv.status == "done" and inv.reply is not None
     assert invoke_crow(inv.id) is None
     assert NestMessage.objects.filter(author="Munin").count() == 1
+
+
+def test_an_invocation_rerun_after_a_crash_does_not_post_a_second_reply(launch, monkeypatch):
+    """A process that dies after the crow's reply committed, but before the invocation was
+    marked done, leaves it RUNNING; the re-run sees the reply and posts nothing more."""
+    from nests.actions.chat import crows
+
+    post_message("launch", author="owner", text="@Hugin please summarise the launch notes", kind="request")
+    inv = Invocation.objects.get(crow="Hugin")
+
+    def die(*args, **kwargs):
+        raise KeyboardInterrupt("the process died here")
+
+    monkeypatch.setattr(crows, "_finish", die)
+    with pytest.raises(KeyboardInterrupt):
+        crows.invoke_crow(inv.id)
+    monkeypatch.undo()
+    inv.refresh_from_db()
+    assert inv.status == Invocation.Status.RUNNING and inv.reply_id is not None
+    before = NestMessage.objects.count()
+    assert crows.invoke_crow(inv.id) is None
+    assert NestMessage.objects.count() == before
