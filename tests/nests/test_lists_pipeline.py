@@ -230,3 +230,21 @@ def _nest(name: str, crows: list[str]) -> str:
     from nests.actions import create_nest
 
     return create_nest(name, crows=crows).nest_id
+
+
+def test_a_sure_murder_from_jev_lifts_the_brains_solo():
+    """Jev and the brain decide the mode together: a judgment call needs no cutting."""
+    from types import SimpleNamespace
+
+    from flock.brains import BrainReply
+    from nests.actions.lists.triage import decide_triage
+
+    reply = BrainReply(
+        ok=True,
+        text='{"mode": "solo", "task_type": "code", "subtasks": [], "reason": "One job."}',
+        tokens_in=1, tokens_out=1, provider="mock", model="mock", latency_ms=0,
+    )
+    sure = {"mode": SimpleNamespace(choice="murder", band="high")}
+    unsure = {"mode": SimpleNamespace(choice="murder", band="unsure")}
+    assert decide_triage(reply, sure, max_crows=3).mode == "murder"
+    assert decide_triage(reply, unsure, max_crows=3).mode == "solo"

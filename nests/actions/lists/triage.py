@@ -3,7 +3,8 @@
 Two opinions go into it. Jev, the fast local classifier, answers `task_type` (and `mode`
 when that question is installed); the Sentry's brain answers the whole triage as JSON.
 Jev's task type stands when it is sure (its high band); otherwise the brain's does. The
-mode is the brain's, since only the brain can cut an item into subtasks; when the brain
+mode is the brain's, since only the brain can cut an item into subtasks, except that a
+sure murder from Jev lifts a brain's solo (a judgment call needs no cutting); when the brain
 fails, Jev's answers (or solo) keep the item moving and the reason says so.
 """
 
@@ -99,6 +100,16 @@ def decide_triage(reply: BrainReply, jev: dict[str, Any], *, max_crows: int) -> 
 
     if brain is not None:
         mode, subtasks, reason = brain["mode"], brain["subtasks"], brain["reason"]
+        # A judgment call needs no cutting, so Jev may call it where the brain saw one job:
+        # when Jev is sure an item wants several independent views, it gets them.
+        if (
+            mode == "solo"
+            and jev_mode is not None
+            and jev_mode.band == "high"
+            and jev_mode.choice == "murder"
+        ):
+            mode = "murder"
+            reason = f"{reason} Jev reads it as a judgment call, so several crows weigh in.".strip()
     else:
         # Without the brain there are no subtasks to split into.
         mode = jev_mode.choice if jev_mode is not None and jev_mode.choice in ("solo", "murder") else "solo"
