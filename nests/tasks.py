@@ -28,7 +28,9 @@ def fly_sortie_task(sortie_pk: int, attempt: int = 0) -> str:
     from nests.actions.lists import abort_sortie, fly_sortie
 
     try:
-        return fly_sortie(sortie_pk)
+        # A retry is this process's own flight whose code failed after take-off: it must
+        # fly again, or the sortie would stay in the air (and hold a slot) for good.
+        return fly_sortie(sortie_pk, retry=attempt > 0)
     except OperationalError as exc:
         if attempt < RETRIES:
             later = timezone.now() + timedelta(seconds=RETRY_PAUSE_S * (attempt + 1))

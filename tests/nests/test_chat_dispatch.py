@@ -277,3 +277,5 @@ def test_an_invocation_rerun_after_a_crash_does_not_post_a_second_reply(launch, 
     before = NestMessage.objects.count()
     assert crows.invoke_crow(inv.id) is None
     assert NestMessage.objects.count() == before
+    inv.refresh_from_db()
+    assert inv.status == Invocation.Status.DONE

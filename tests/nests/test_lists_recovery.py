@@ -99,3 +99,49 @@ def test_get_list_returns_its_state_and_404_for_an_unknown_one():
     body = Client().get(f"/api/lists/{todo.list_id}").json()
     assert body["status"] == "finished" and body["items"][0]["stage"] == "answered"
     assert Client().get("/api/lists/Lnope").status_code == 404
+
+
+def test_a_flight_whose_landing_hit_a_locked_database_flies_again_and_lands(monkeypatch):
+    """The take-off committed, then the landing raised OperationalError: the retry must fly
+    the same sortie again (it is this process's own), not leave it in the air for good."""
+    from django.db.utils import OperationalError
+
+    from nests.actions.lists import flights
+
+    trust_everyone()
+    todo = post_list("write a haiku about crows", requester="ada")
+    real_land = flights.land_sortie
+    failures = iter([True])
+
+    def flaky_land(*args, **kwargs):
+        if next(failures, False):
+            raise OperationalError("database is locked")
+        return real_land(*args, **kwargs)
+
+    monkeypatch.setattr(flights, "land_sortie", flaky_land)
+    monkeypatch.setattr("nests.tasks.RETRY_PAUSE_S", 0)
+    worker.run_pending()
+    todo.refresh_from_db()
+    events = stream(todo.list_id)
+    assert [n for n, _ in events][-1] == "list.finished"
+    assert not Sortie.objects.filter(todo_list=todo, status=Sortie.Status.FLYING).exists()
+    sentry_flights = [p for p in named(events, "crow.flying") if p["crow"] == "Sentry"]
+    assert len(sentry_flights) == 1
+
+
+def test_a_split_item_with_no_crow_able_to_fly_is_skipped_and_the_verdict_answers_204():
+    from flock.models import Crow
+    from tests.nests.test_lists_support import approve
+
+    todo = post_list("write the intro, fix the build, update the docs", requester="ada")
+    worker.run_pending()
+    (item,) = todo.items.all()
+    Crow.objects.exclude(role__in=("sentry", "elder")).update(status=Crow.Status.QUARANTINED)
+    response = Client().post(
+        "/api/verdicts", {"item_id": item.item_id, "target": "triage", "approve": True},
+        content_type="application/json",
+    )
+    assert response.status_code == 204
+    worker.run_pending()
+    skipped = named(stream(todo.list_id), "item.skipped")
+    assert skipped and skipped[0]["reason"] == "failure"

@@ -99,7 +99,13 @@ def _start(invocation_id: int) -> Invocation | None:
             .first()
         )
         # RUNNING again means a process died mid-invocation and the task was re-queued.
-        if inv is None or inv.status not in (Invocation.Status.QUEUED, Invocation.Status.RUNNING) or inv.reply_id:
+        if inv is None or inv.status not in (Invocation.Status.QUEUED, Invocation.Status.RUNNING):
+            return None
+        if inv.reply_id:
+            # It died after its reply committed: the work is done, only the record lagged.
+            inv.status = Invocation.Status.DONE
+            inv.finished_at = timezone.now()
+            inv.save(update_fields=["status", "finished_at"])
             return None
         inv.status = Invocation.Status.RUNNING
         inv.save(update_fields=["status"])

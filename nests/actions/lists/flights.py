@@ -80,14 +80,15 @@ def _over_budget(item: Item, todo: TodoList, estimate: int) -> bool:
     return item_after > settings.CROWS_ITEM_TOKEN_BUDGET or list_after > todo.token_budget
 
 
-def launch_sortie(sortie_pk: int) -> tuple[Sortie, BrainRequest] | None:
+def launch_sortie(sortie_pk: int, *, retry: bool = False) -> tuple[Sortie, BrainRequest] | None:
     """Take off, or wait for a slot, or cancel. Returns what to fly when this process
-    should fly it now, else None."""
+    should fly it now, else None. `retry` is this process's own flight coming back after
+    its code failed mid-air (a locked database): it flies again, without a second take-off."""
     with transaction.atomic():
         lock_gate()
         sortie = Sortie.objects.select_for_update().get(pk=sortie_pk)
         if sortie.status == Sortie.Status.FLYING:
-            if sortie.claimed_by == BOOT_ID:
+            if sortie.claimed_by == BOOT_ID and not retry:
                 return None  # already in the air from this process
             # Left in the air by a dead process: fly it again, without a second take-off.
             sortie.claimed_by = BOOT_ID
@@ -188,11 +189,11 @@ def land_sortie(sortie_pk: int, reply: BrainReply, *, jev: dict[str, Any] | None
     return sortie
 
 
-def fly_sortie(sortie_pk: int) -> str:
+def fly_sortie(sortie_pk: int, *, retry: bool = False) -> str:
     """The whole flight of one sortie; what the background task runs. Idempotent."""
     from nests.actions.lists.triage import ask_jev
 
-    launched = launch_sortie(sortie_pk)
+    launched = launch_sortie(sortie_pk, retry=retry)
     if launched is None:
         return "not flown"
     sortie, request = launched

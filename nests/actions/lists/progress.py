@@ -40,7 +40,8 @@ def start_flights(item: Item) -> Item:
         nest_id = item.todo_list.nest_id
         if item.mode == "split":
             picks = pick_crows(nest_id, count=len(item.subtasks))
-            parts = fit_subtasks(list(item.subtasks), len(picks))
+            # No crow able to fly leaves no parts to fly: the guard below skips the item.
+            parts = fit_subtasks(list(item.subtasks), len(picks)) if picks else []
             plan = [(crow, borrowed, "subtask", part) for (crow, borrowed), part in zip(picks, parts, strict=True)]
         elif item.mode == "murder":
             picks = pick_crows(nest_id, count=min(MURDER_CROWS, settings.CROWS_MAX_CROWS_PER_ITEM))
