@@ -131,7 +131,6 @@ def test_a_flight_whose_landing_hit_a_locked_database_flies_again_and_lands(monk
 
 def test_a_split_item_with_no_crow_able_to_fly_is_skipped_and_the_verdict_answers_204():
     from flock.models import Crow
-    from tests.nests.test_lists_support import approve
 
     todo = post_list("write the intro, fix the build, update the docs", requester="ada")
     worker.run_pending()
