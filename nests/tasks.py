@@ -52,10 +52,13 @@ def finish_list_task(list_pk: int, attempt: int = 0) -> str:
     try:
         return finish_list(list_pk).status
     except OperationalError:
-        if attempt >= RETRIES:
-            raise
-        later = timezone.now() + timedelta(seconds=RETRY_PAUSE_S * (attempt + 1))
+        # A list must finish: keep trying while the database is unwell, backing off to at
+        # most a minute between tries, rather than leave it open until a restart.
+        pause = min(60.0, RETRY_PAUSE_S * 2 ** min(attempt, 10))
+        later = timezone.now() + timedelta(seconds=pause)
         finish_list_task.using(run_after=later, priority=PRIORITY_RETRY).enqueue(list_pk, attempt + 1)
+        if attempt >= RETRIES:
+            log.warning("finishing list %s failed %d times; still retrying", list_pk, attempt + 1)
         return "retrying"
 
 

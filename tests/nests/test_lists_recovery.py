@@ -10,7 +10,7 @@ from flock import worker
 from nests.actions import post_list
 from nests.actions.lists import launch_sortie, recover_lists
 from nests.models import Banter, Sortie, TodoList
-from tests.nests.test_lists_support import named, stream, trust_everyone
+from tests.nests.test_lists_support import named, run_list, stream, trust_everyone
 
 pytestmark = pytest.mark.django_db
 
@@ -144,3 +144,24 @@ def test_a_split_item_with_no_crow_able_to_fly_is_skipped_and_the_verdict_answer
     worker.run_pending()
     skipped = named(stream(todo.list_id), "item.skipped")
     assert skipped and skipped[0]["reason"] == "failure"
+
+
+def test_finishing_a_list_keeps_retrying_while_the_database_is_unwell(monkeypatch):
+    """finish_list failing more often than the retry count must not leave the list open."""
+    from django.db.utils import OperationalError
+
+    import nests.actions.lists as lists_actions
+
+    trust_everyone()
+    real_finish = lists_actions.finish_list
+    failures = iter(range(8))
+
+    def flaky_finish(*args, **kwargs):
+        if next(failures, None) is not None:
+            raise OperationalError("database is locked")
+        return real_finish(*args, **kwargs)
+
+    monkeypatch.setattr(lists_actions, "finish_list", flaky_finish)
+    monkeypatch.setattr("nests.tasks.RETRY_PAUSE_S", 0)
+    todo = run_list("write a haiku about crows")
+    assert [n for n, _ in stream(todo.list_id)][-1] == "list.finished"
