@@ -154,7 +154,7 @@ def test_finishing_a_list_keeps_retrying_while_the_database_is_unwell(monkeypatc
 
     trust_everyone()
     real_finish = lists_actions.finish_list
-    failures = iter(range(8))
+    failures = iter(range(40))
 
     def flaky_finish(*args, **kwargs):
         if next(failures, None) is not None:
