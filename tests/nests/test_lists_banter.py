@@ -132,3 +132,15 @@ def test_list_finished_waits_at_most_the_banter_wait_and_a_late_line_is_dropped(
     todo.refresh_from_db()
     assert todo.tokens_used == finished["tokens_used"] and todo.tokens_reserved == 0
     assert Flight.objects.filter(list_id=todo.list_id, task="banter").count() == 2
+
+
+def test_banter_keeps_an_answers_worth_of_budget_for_every_item_still_under_way(settings):
+    """Banter never blocks work: with room for the banter line but not for the next item's
+    answer besides it, the crows keep quiet and every item is answered."""
+    # Measured with the mock brain: at this budget, banter that ignored the items still
+    # under way took the tokens the third item's answer needed.
+    settings.CROWS_LIST_TOKEN_BUDGET = 3900
+    todo = run_list("write a haiku about crows\ndraft a launch tweet\nfix the flaky login test")
+    events = stream(todo.list_id)
+    assert named(events, "item.skipped") == []
+    assert len(named(events, "item.answered")) == 3

@@ -69,8 +69,12 @@ def maybe_start_banter(todo: TodoList, *, item: Item, speaker: str) -> Banter | 
         return None
     listener = pick_listener(todo, speaker)
     estimate = briefs.estimate(banter_request(todo, speaker=speaker, listener=listener))
-    if todo.tokens_used + todo.tokens_reserved + estimate > todo.token_budget:
-        return None  # work first: banter never spends what a flight may need
+    # Work first: banter never spends what a flight may need. Besides what is spent and
+    # held, keep one answer's worth of tokens for every item still under way.
+    still_working = todo.items.exclude(stage__in=Item.ENDED).count()
+    headroom = still_working * briefs.MAX_TOKENS["answer"]
+    if todo.tokens_used + todo.tokens_reserved + estimate + headroom > todo.token_budget:
+        return None
     todo.banter_started += 1
     todo.tokens_reserved += estimate
     todo.save(update_fields=["banter_started", "tokens_reserved"])
