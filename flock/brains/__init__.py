@@ -12,7 +12,6 @@ every setting, the header grammar and the mock's behaviour.
 from __future__ import annotations
 
 import threading
-import time
 
 from flock.brains.config import default_brain_spec
 from flock.brains.header import (
@@ -56,17 +55,7 @@ class ErrorBrain:
         self.error = error
 
     def think(self, request: BrainRequest) -> BrainReply:
-        started = time.perf_counter()
-        return BrainReply(
-            ok=False,
-            text="",
-            tokens_in=0,
-            tokens_out=0,
-            provider=self.provider,
-            model=self.model,
-            latency_ms=(time.perf_counter() - started) * 1000.0,
-            error=self.error,
-        )
+        return BrainReply.failed(self.error, provider=self.provider, model=self.model)
 
 
 _brains: dict[str, Brain] = {}

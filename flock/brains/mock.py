@@ -67,14 +67,20 @@ class MockBrain:
         try:
             return self._think(request, started)
         except Exception as exc:  # noqa: BLE001 - the contract: errors are values, never exceptions
-            return self._reply(
+            return self._fail(
                 started,
-                ok=False,
-                text="",
                 tokens_in=0,
-                tokens_out=0,
                 error=f"mock brain: could not think ({type(exc).__name__}: {exc})",
             )
+
+    def _fail(self, started: float, *, tokens_in: int, error: str) -> BrainReply:
+        return BrainReply.failed(
+            error,
+            provider=self.provider,
+            model=self.model,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            tokens_in=tokens_in,
+        )
 
     def _reply(self, started: float, **fields: Any) -> BrainReply:
         return BrainReply(
@@ -93,35 +99,26 @@ class MockBrain:
         if cfg.latency_ms > 0:
             time.sleep(cfg.latency_ms / 1000.0)
         if request.max_tokens <= 0:
-            return self._reply(
+            return self._fail(
                 started,
-                ok=False,
-                text="",
                 tokens_in=tokens_in,
-                tokens_out=0,
                 error=f"mock brain: max_tokens must be positive, got {request.max_tokens}",
             )
         # The first 8 bytes pick failure, the rest seed the wording, so raising the fail rate
         # fails a growing, stable set of requests without changing anyone's words.
         if cfg.fail_rate > 0 and int.from_bytes(digest[:8], "big") / 2**64 < cfg.fail_rate:
-            return self._reply(
+            return self._fail(
                 started,
-                ok=False,
-                text="",
                 tokens_in=tokens_in,
-                tokens_out=0,
                 error=f"mock brain: simulated failure (CROWS_MOCK_FAIL_RATE={cfg.fail_rate:g} "
                 "picked this call)",
             )
         writer = _Writer(request, random.Random(int.from_bytes(digest[8:], "big")))
         compose = _TASKS.get(request.task)
         if compose is None:
-            return self._reply(
+            return self._fail(
                 started,
-                ok=False,
-                text="",
                 tokens_in=tokens_in,
-                tokens_out=0,
                 error=f"mock brain: unknown task {request.task!r}",
             )
         text = compose(writer)

@@ -190,15 +190,11 @@ class _ProviderBrain:
         return f"{self.provider} brain ({self.model} at {host})"
 
     def _fail(self, started: float, error: str) -> BrainReply:
-        return BrainReply(
-            ok=False,
-            text="",
-            tokens_in=0,
-            tokens_out=0,
+        return BrainReply.failed(
+            error.rstrip(".") + ".",
             provider=self.provider,
             model=self.model,
             latency_ms=(time.perf_counter() - started) * 1000.0,
-            error=error.rstrip(".") + ".",
         )
 
 

@@ -61,6 +61,16 @@ class BrainReply:
     latency_ms: float
     error: str = ""
 
+    @classmethod
+    def failed(
+        cls, error: str, *, provider: str = "", model: str = "", latency_ms: float = 0.0, tokens_in: int = 0
+    ) -> BrainReply:
+        """A reply that carries no text, only why (the one shape every brain fails with)."""
+        return cls(
+            ok=False, text="", tokens_in=tokens_in, tokens_out=0,
+            provider=provider, model=model, latency_ms=latency_ms, error=error,
+        )
+
 
 @runtime_checkable
 class Brain(Protocol):

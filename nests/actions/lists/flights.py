@@ -207,8 +207,7 @@ def abort_sortie(sortie_pk: int, *, error: str) -> None:
     """Last resort when a flight's own code failed: land it as a failure so the item
     still ends; if even that fails, land it bare and skip its item (`failure`)."""
     error = error[:500]
-    reply = BrainReply(ok=False, text="", tokens_in=0, tokens_out=0, provider="", model="",
-                       latency_ms=0.0, error=error)
+    reply = BrainReply.failed(error)
     try:
         flying = Sortie.objects.filter(pk=sortie_pk, status=Sortie.Status.FLYING, claimed_by=BOOT_ID).exists()
         if flying and land_sortie(sortie_pk, reply, jev={}) is not None:
