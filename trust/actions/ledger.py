@@ -17,6 +17,7 @@ from flock.events import emit, register_event_names
 from flock.personas import TASK_TYPES
 from trust.actions.locking import lock_event_log
 from trust.models import STRANGER, TRUSTED, TrustEntry, TrustHolder
+from trust.queries import trust_balance
 
 register_event_names("trust.changed")
 
@@ -25,13 +26,7 @@ def _locked_balance(holder: str, task_type: str) -> tuple[int, int]:
     """Lock the holder's row and read its (level, streak) from the newest ledger entry."""
     TrustHolder.objects.get_or_create(holder=holder, task_type=task_type)
     TrustHolder.objects.select_for_update().get(holder=holder, task_type=task_type)
-    last = (
-        TrustEntry.objects.filter(holder=holder, task_type=task_type)
-        .order_by("-id")
-        .values_list("level", "streak")
-        .first()
-    )
-    return last if last is not None else (STRANGER, 0)
+    return trust_balance(holder, task_type)
 
 
 def record_trust_outcome(
