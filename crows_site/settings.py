@@ -159,6 +159,10 @@ CROWS_EXCHANGES_PER_TURN = env_int("CROWS_EXCHANGES_PER_TURN", 12, minimum=0)
 CROWS_NEST_TOKEN_BUDGET = env_int("CROWS_NEST_TOKEN_BUDGET", 50000, minimum=0)
 CROWS_MAX_NESTS = 20
 CROWS_BANTER_WAIT_S = env_float("CROWS_BANTER_WAIT_S", 20.0, minimum=0)
+# Governance (docs/GOVERNANCE.md): an owner decision left unanswered this long closes as
+# `timeout` (the crow stays quarantined); one crow reply over this many tokens is a breach.
+CROWS_DECISION_TIMEOUT_S = env_float("CROWS_DECISION_TIMEOUT_S", 86400.0, minimum=0.1, maximum=365 * 86400)
+CROWS_REPLY_TOKEN_CAP = env_int("CROWS_REPLY_TOKEN_CAP", 4000, minimum=1, maximum=10_000_000)
 
 # Background work: the server runs its own worker unless scaled out to db_worker processes.
 CROWS_EMBEDDED_WORKER = env_bool("CROWS_EMBEDDED_WORKER", True)

@@ -99,7 +99,7 @@ def log_jev_tag(answer: Any, *, subject: str = "", text: str = "", outcome: dict
 
 CROW_NAME_RE = re.compile(r"^[A-Z][A-Za-z0-9_-]{0,39}$")
 RESERVED_NAMES = frozenset({"owner", "harness", "flock", "sentry", "elder", "all", "everyone"})
-MODEL_SPEC_RE = re.compile(r"^(?:mock|openai|anthropic)(?::[\w.:/-]{1,100})?$")
+MODEL_SPEC_RE = re.compile(r"^(?:mock|openai|anthropic|script)(?::[\w.:/-]{1,100})?$")
 STRENGTH_MAX = 200
 # Roles that keep the flock running; Boss may not retire them.
 KEPT_ROLES = (Crow.Role.ASSISTANT, Crow.Role.CHIEF_OF_STAFF, Crow.Role.SENTRY, Crow.Role.ELDER)
@@ -129,7 +129,14 @@ def hatch_crow(
         raise BadInput(f"say what the crow is good at (1–{STRENGTH_MAX} characters)")
     model = (model or "").strip()
     if model and not MODEL_SPEC_RE.fullmatch(model):
-        raise BadInput(f"model must be mock, openai:<model> or anthropic:<model>, got {model!r}")
+        raise BadInput(f"model must be mock, openai:<model>, anthropic:<model> or script:<path>, got {model!r}")
+    if model:
+        from flock.brains import ScriptError, check_brain_spec
+
+        try:
+            check_brain_spec(model)
+        except ScriptError as exc:
+            raise BadInput(str(exc)) from None
     with transaction.atomic():
         if Crow.objects.select_for_update().filter(name__iexact=name).exists():
             raise Conflict(f"a crow named {name} already exists (names are never reused)")

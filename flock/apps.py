@@ -8,6 +8,20 @@ def _list_has_events(list_id: str) -> bool:
     return Event.objects.filter(list_key=list_id).exists()
 
 
+def _check_default_brain() -> None:
+    from django.conf import settings
+    from django.core.exceptions import ImproperlyConfigured
+
+    from flock.brains import ScriptError, check_brain_spec
+
+    # A script brain whose file is missing or malformed stops start-up, naming the file,
+    # rather than turning every crow's reply into an error later (docs/BRAINS.md).
+    try:
+        check_brain_spec(settings.CROWS_BRAIN)
+    except ScriptError as exc:
+        raise ImproperlyConfigured(f"CROWS_BRAIN: {exc}") from None
+
+
 class FlockConfig(AppConfig):
     name = "flock"
     verbose_name = "The flock"
@@ -17,4 +31,5 @@ class FlockConfig(AppConfig):
         from flock.stream.consumer import register_stream_key
 
         worker.connect_signals()
+        _check_default_brain()
         register_stream_key("list_id", _list_has_events)

@@ -1,15 +1,16 @@
-"""The trust router: the ledger and the owner's verdicts."""
+"""The trust router: the ledger, the owner's verdicts and the owner's decisions."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from django.http import HttpRequest
 from ninja import Router, Status
 
 from flock import queries as flock_queries
+from flock.errors import NotFound
 from trust import actions, queries
-from trust.schemas import VerdictIn
+from trust.schemas import DecisionAnswerIn, DecisionOut, VerdictIn
 
 router = Router(tags=["trust"])
 
@@ -23,3 +24,22 @@ def trust_ledger(request: HttpRequest) -> dict[str, Any]:
 def post_verdict(request: HttpRequest, payload: VerdictIn) -> Status[None]:
     actions.record_owner_verdict(payload.item_id, target=payload.target, approve=payload.approve)
     return Status(204, None)
+
+
+@router.get("/decisions", response=list[DecisionOut])
+def list_decisions(request: HttpRequest, status: Literal["open", "closed"] | None = None) -> list[dict[str, Any]]:
+    return queries.decisions(status)
+
+
+@router.get("/decisions/{decision_id}", response=DecisionOut)
+def get_decision(request: HttpRequest, decision_id: str) -> dict[str, Any]:
+    decision = queries.decision_named(decision_id)
+    if decision is None:
+        raise NotFound(f"no decision {decision_id!r}")
+    return queries.decision_record(decision)
+
+
+@router.post("/decisions/{decision_id}", response=DecisionOut)
+def answer_decision(request: HttpRequest, decision_id: str, payload: DecisionAnswerIn) -> dict[str, Any]:
+    decision = actions.answer_decision(decision_id, answer=payload.answer, by="owner")
+    return queries.decision_record(decision)

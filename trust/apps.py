@@ -9,8 +9,11 @@ class TrustConfig(AppConfig):
         from crows_site.state import register_snapshot_part
         from flock import worker
         from trust import queries
-        from trust.actions import reschedule_timeouts
+        from trust.actions import reschedule_decision_timeouts, reschedule_timeouts
 
         register_snapshot_part("pending_approvals", queries.pending_approvals)
+        register_snapshot_part("open_decisions", queries.open_decisions)
         # Approvals waiting across a restart must still time out (DECISIONS.md).
         worker.on_start(reschedule_timeouts)
+        # So must open owner decisions (docs/GOVERNANCE.md).
+        worker.on_start(reschedule_decision_timeouts)

@@ -9,7 +9,7 @@ from django.db.models import Count, Q
 
 from flock.events import rfc3339
 from flock.personas import TASK_TYPES
-from trust.models import LEVEL_NAMES, STRANGER, TRUSTED, Approval, TrustEntry
+from trust.models import LEVEL_NAMES, STRANGER, TRUSTED, Approval, Breach, Decision, TrustEntry
 
 FLOCK_HOLDER = "flock"
 
@@ -95,6 +95,7 @@ def pending_approvals() -> list[dict[str, Any]]:
             "item_id": a.item_id,
             "target": a.target,
             "list_id": a.list_id,
+            "nest_id": a.nest_id,
             "task_type": a.task_type,
             "holders": a.holders,
             "deadline": rfc3339(a.deadline),
@@ -112,3 +113,85 @@ def owner_output_verdicts() -> dict[str, bool]:
         target="output", verdict__in=(Verdict.Value.APPROVED, Verdict.Value.REJECTED)
     ).values_list("item_id", "verdict")
     return {item_id: verdict == Verdict.Value.APPROVED for item_id, verdict in rows}
+
+
+# --- governance: decisions and the breach log -------------------------------------------
+
+
+def decision_record(decision: Decision) -> dict[str, Any]:
+    """A decision as the API and `decision.opened` carry it (docs/GOVERNANCE.md)."""
+    breach = decision.breach
+    return {
+        "decision_id": decision.decision_id,
+        "kind": decision.kind,
+        "subject": decision.subject,
+        "crow": decision.crow,
+        "question": decision.question,
+        "phrase": decision.phrase,
+        "options": list(decision.options or []),
+        "recommendation": decision.recommendation,
+        "evidence": decision.evidence,
+        "breach": {"kind": breach.kind, "score": breach.score, "msg_id": breach.msg_id} if breach else None,
+        "nest_id": decision.nest_id,
+        "msg_id": decision.msg_id,
+        "refers_to": decision.refers_to,
+        "opened_at": rfc3339(decision.opened_at),
+        "deadline": rfc3339(decision.deadline),
+        "status": decision.status,
+        "outcome": decision.outcome,
+        "answer": decision.answer,
+        "answered_by": decision.answered_by,
+        "closed_at": rfc3339(decision.closed_at) if decision.closed_at else None,
+    }
+
+
+def decisions(status: str | None = None, *, limit: int = 200) -> list[dict[str, Any]]:
+    """Decisions, newest first; `status` open or closed narrows them."""
+    rows = Decision.objects.select_related("breach").order_by("-id")
+    if status:
+        rows = rows.filter(status=status)
+    return [decision_record(d) for d in rows[:limit]]
+
+
+def open_decisions() -> list[dict[str, Any]]:
+    """Open decisions, oldest deadline first (GET /api/state)."""
+    rows = Decision.objects.select_related("breach").filter(status=Decision.Status.OPEN).order_by("deadline", "id")
+    return [decision_record(d) for d in rows]
+
+
+def decision_named(decision_id: str) -> Decision | None:
+    return Decision.objects.select_related("breach").filter(decision_id=decision_id).first()
+
+
+def open_decision_by_phrase(nest_id: str, text: str) -> Decision | None:
+    """The open decision of a room whose exact phrase `text` is (trimmed, any case)."""
+    said = " ".join(text.split()).casefold()
+    for decision in Decision.objects.filter(status=Decision.Status.OPEN, nest_id=nest_id).exclude(phrase=""):
+        if " ".join(decision.phrase.split()).casefold() == said:
+            return decision
+    return None
+
+
+def open_decision_for_crow(crow: str) -> Decision | None:
+    return (
+        Decision.objects.filter(status=Decision.Status.OPEN, kind=Decision.Kind.QUARANTINE, crow=crow)
+        .order_by("-id")
+        .first()
+    )
+
+
+def breaches_of(crow: str, *, limit: int = 50) -> list[dict[str, Any]]:
+    """A crow's breach log, newest first."""
+    return [
+        {
+            "kind": b.kind,
+            "score": b.score,
+            "evidence": b.evidence,
+            "nest_id": b.nest_id,
+            "msg_id": b.msg_id,
+            "subject": b.subject,
+            "flagged": b.flagged,
+            "at": rfc3339(b.at),
+        }
+        for b in Breach.objects.filter(crow=crow).order_by("-id")[:limit]
+    ]

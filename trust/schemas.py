@@ -11,3 +11,38 @@ class VerdictIn(Schema):
     item_id: Any = None
     target: Any = None
     approve: Any = None
+
+
+class DecisionAnswerIn(Schema):
+    """The owner's answer: the exact phrase, `retire`, an option, or anything else (a no)."""
+
+    answer: str
+
+
+class BreachOut(Schema):
+    kind: str
+    score: float
+    msg_id: str
+
+
+class DecisionOut(Schema):
+    decision_id: str
+    kind: str
+    subject: str
+    crow: str
+    question: str
+    phrase: str
+    options: list[str]
+    recommendation: str
+    evidence: str
+    breach: BreachOut | None
+    nest_id: str
+    msg_id: str
+    refers_to: str
+    opened_at: str
+    deadline: str
+    status: str
+    outcome: str
+    answer: str
+    answered_by: str
+    closed_at: str | None

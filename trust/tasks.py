@@ -12,3 +12,11 @@ def time_out_approval_task(item_id: str, target: str) -> str:
 
     verdict = time_out_approval(item_id, target=target)
     return verdict.verdict if verdict else "not due"
+
+
+@task()
+def expire_decision_task(decision_id: str) -> str:
+    from trust.actions.decisions import expire_decision
+
+    decision = expire_decision(decision_id)
+    return decision.outcome if decision else "not due"

@@ -24,6 +24,7 @@ from flock.brains.header import (
 from flock.brains.mock import MockBrain
 from flock.brains.prompts import estimate_tokens, system_prompt
 from flock.brains.providers import AnthropicBrain, OpenAIBrain, warm_up
+from flock.brains.script import ScriptBrain, ScriptError, load_rules
 from flock.brains.types import Brain, BrainReply, BrainRequest, Persona
 
 __all__ = [
@@ -33,6 +34,9 @@ __all__ = [
     "ErrorBrain",
     "Header",
     "MockBrain",
+    "ScriptBrain",
+    "ScriptError",
+    "check_brain_spec",
     "Persona",
     "contract_footer",
     "estimate_tokens",
@@ -43,7 +47,7 @@ __all__ = [
     "system_prompt",
 ]
 
-PROVIDERS = ("mock", "openai", "anthropic")
+PROVIDERS = ("mock", "openai", "anthropic", "script")
 
 
 class ErrorBrain:
@@ -82,12 +86,17 @@ def _build(spec: str) -> Brain:
     provider, model = provider.strip().lower(), model.strip()
     if provider == "mock":
         return MockBrain(model=model or "mock")
+    if provider == "script":
+        try:
+            return ScriptBrain(model, load_rules(model))
+        except ScriptError as exc:
+            return ErrorBrain("script", model, str(exc))
     if provider not in PROVIDERS:
         return ErrorBrain(
             provider or "unknown",
             model or spec,
-            f"Unknown brain provider {provider!r} in {spec!r}: use mock, openai:<model> "
-            "or anthropic:<model>.",
+            f"Unknown brain provider {provider!r} in {spec!r}: use mock, openai:<model>, "
+            "anthropic:<model> or script:<path>.",
         )
     if not model:
         return ErrorBrain(provider, "", f"Brain spec {spec!r} names no model: write {provider}:<model>.")
@@ -95,3 +104,11 @@ def _build(spec: str) -> Brain:
     if provider == "openai":
         return OpenAIBrain(model)
     return AnthropicBrain(model)
+
+
+def check_brain_spec(spec: str) -> None:
+    """Raise ScriptError when `spec` is a `script:` brain whose file cannot be used, so a
+    bad file stops start-up with a message naming it instead of failing every call."""
+    provider, _, rest = (spec or "").strip().partition(":")
+    if provider.strip().lower() == "script":
+        load_rules(rest.strip())

@@ -27,10 +27,13 @@ from flock.jev.fit import warm_fit_score
 from flock.models import Crow
 from nests import queries
 from nests.actions.chat import claims as chat_claims
+from nests.actions.chat import deliveries, sentry
 from nests.actions.chat.dispatch import route_message
 from nests.actions.rooms import ensure_direct_chat
 from nests.models import ChatRequest, Nest, NestMessage
+from trust.actions import answer_decision
 from trust.actions.strikes import admit_post, poster_key
+from trust.queries import open_decision_by_phrase
 
 if TYPE_CHECKING:
     from nests.models import Invocation
@@ -148,6 +151,7 @@ def post_message(
     invocation: Invocation | None = None,
     on_behalf_of: str = "",
     relayed_from: str = "",
+    finding: sentry.Finding | None = None,
 ) -> NestMessage:
     """Validate, rate-limit, tag and store one message numbered `<nest_id>-<n>`, emit
     `nest.message`, and let dispatch invoke the one crow it calls for (if any).
@@ -159,7 +163,8 @@ def post_message(
     `invocation` marks a brain's reply: a refused claim then becomes a review `say`
     instead of a 409. `on_behalf_of`/`relayed_from` are for Quill carrying the owner's
     request: the request goes back to the owner, and the room's turn is granted as if
-    the owner had spoken."""
+    the owner had spoken. `finding` is the Sentry's reading of a brain's reply before it
+    was posted: the reply is stored verbatim as a `say` (the evidence) and flagged."""
     _validate_shape(author, text, to, kind, refers_to)
     assert isinstance(author, str) and isinstance(text, str)
     author = author.strip()
@@ -170,7 +175,7 @@ def post_message(
     # Jev reads the text as written; the stored body loses a bracket header, which lives
     # on as the kind and refers_to.
     body = jev_text
-    parsed = None if harness else parse_header(jev_text)
+    parsed = None if harness or finding is not None else parse_header(jev_text)
     if parsed is not None:
         body = strip_header(jev_text).strip()
         header = header or parsed.kind
@@ -203,7 +208,10 @@ def post_message(
     if refers and not NestMessage.objects.filter(nest=nest, msg_id=refers).exists():
         raise BadInput(f"refers_to {refers!r} is not a message of {nest.nest_id}")
 
-    if not harness:
+    if finding is not None:
+        # The breaching reply is kept word for word as evidence; it skips Jev and the rate.
+        tag = Tag("say", "header", None)
+    elif not harness:
         admit_post(poster_key(owner=True) if author == OWNER else poster_key(crow=author), kind="nest")
         tag = tag_kind(jev_text, header)
     else:
@@ -226,6 +234,10 @@ def post_message(
                     raise Conflict(refusal)
                 # A brain's late claim stays in the room as a review comment (DECISIONS.md).
                 final_kind, claiming = "say", False
+        if finding is None and not harness:
+            finding = sentry.check_post(
+                author=author, crow=crow, kind=final_kind, target=target, invocation=invocation
+            )
         if not addressee:
             if final_kind in REPLY_KINDS and target is not None and target.requester != author:
                 addressee = target.requester
@@ -254,6 +266,19 @@ def post_message(
                 text=jev_text,
                 outcome={"kind": final_kind, "tagged_by": tag.tagged_by, "header": header},
             )
+        if finding is not None and crow is not None:
+            # A breach: the crow is quarantined, flagged and put to the owner in this
+            # transaction; its message changes nothing else and calls no one.
+            if invocation is not None:
+                type(invocation).objects.filter(pk=invocation.pk).update(reply=message)
+            sentry.flag_breach(crow, nest=room, finding=finding, offending=message.msg_id)
+            return message
+        if author == OWNER:
+            decision = open_decision_by_phrase(room.nest_id, body)
+            if decision is not None:
+                # The owner said the exact phrase in the room: that answers the decision.
+                answer_decision(decision, answer=body, by=OWNER)
+                return message
 
         request: ChatRequest | None = None
         claim = None
@@ -271,6 +296,7 @@ def post_message(
                 claim = chat_claims.claim_request(target, crow=author, message=message, lens=lens)
             elif final_kind == "deliver" and crow is not None:
                 chat_claims.record_deliver(target, crow=author, message=message)
+                deliveries.review_delivery(message, request=target, crow=crow)
             elif final_kind == "decline" and crow is not None:
                 chat_claims.record_decline(target, crow=author)
 
@@ -287,4 +313,11 @@ def post_message(
             # the reply already posted and does not post a second one.
             type(invocation).objects.filter(pk=invocation.pk).update(reply=message)
         route_message(message, claim=claim, request=request, parent=invocation, owner_turn=owner_turn)
+        notice = sentry.quarantine_notice(message)
+        if notice:
+            # A quarantined crow never answers; the one who addressed it hears why.
+            post_message(
+                room.nest_id, author="harness", text=notice, kind="say",
+                to=author, refers_to=message.msg_id, tagged_by="header",
+            )
     return message

@@ -227,11 +227,16 @@ def test_a_failed_brain_is_reported_in_the_room_and_logged(launch, script_brains
     assert Invocation.objects.get().error == "scripted failure"
 
 
-def test_a_brain_inventing_a_msg_id_is_pointed_back_at_the_request(launch, script_brains):
+def test_a_brain_inventing_a_msg_id_is_flagged_by_the_sentry(launch, script_brains):
+    # A header naming a message that does not exist is a fabricated source (docs/GOVERNANCE.md):
+    # the reply stays as evidence, the Sentry flags it and Hugin is quarantined.
     script_brains(lambda request: "[CLAIM launch-99] mine" if request.context["expect"] == "claim" else "[RESULT x-1] done")
     post_message("launch", author="owner", text="@Hugin please summarise the launch notes", kind="request")
     run_crows()
-    assert [m[2:] for m in log()[1:]] == [("claim", "owner", "launch-1"), ("deliver", "owner", "launch-1")]
+    assert [m[1:] for m in log()[1:]] == [
+        ("Hugin", "say", "", "launch-1"),
+        ("Sentry", "flag", "owner", "launch-2"),
+    ]
 
 
 def test_a_reply_that_is_only_a_header_gets_words_and_a_long_one_is_cut(launch, script_brains):

@@ -1,6 +1,15 @@
 """Every state change in trust. One module per seam; import from here."""
 
+from trust.actions.decisions import (
+    answer_decision,
+    expire_decision,
+    on_decision_closed,
+    open_decision,
+    reinstate_phrase,
+    reschedule_decision_timeouts,
+)
 from trust.actions.ledger import record_trust_outcome, seed_trust
+from trust.actions.quarantine import quarantine_crow, record_breach, reinstate_crow, retire_crow
 from trust.actions.strikes import admit_post, on_strike, poster_key
 from trust.actions.verdicts import (
     on_verdict,
@@ -12,6 +21,16 @@ from trust.actions.verdicts import (
 )
 
 __all__ = [
+    "answer_decision",
+    "expire_decision",
+    "on_decision_closed",
+    "open_decision",
+    "quarantine_crow",
+    "record_breach",
+    "reinstate_crow",
+    "reinstate_phrase",
+    "reschedule_decision_timeouts",
+    "retire_crow",
     "admit_post",
     "on_strike",
     "on_verdict",

@@ -36,6 +36,7 @@ def record_trust_outcome(
     approved: bool,
     list_id: str = "",
     item_id: str = "",
+    nest_id: str = "",
     source: str = TrustEntry.Source.VERDICT,
 ) -> TrustEntry:
     """Append one owner judgment to `holder`'s ledger for `task_type`; returns the entry.
@@ -70,6 +71,7 @@ def record_trust_outcome(
                 "trust.changed",
                 {"holder": holder, "task_type": task_type, "from": before, "to": level},
                 list_id=list_id,
+                nest_id=nest_id,
             )
     return entry
 

@@ -47,17 +47,19 @@ def _emit_verdict(verdict: Verdict) -> None:
         "verdict",
         {"item_id": verdict.item_id, "target": verdict.target, "verdict": verdict.verdict},
         list_id=verdict.list_id,
+        nest_id=verdict.nest_id,
     )
 
 
 def open_approval(
-    item_id: str, *, target: str, list_id: str, task_type: str, holders: list[str]
+    item_id: str, *, target: str, list_id: str = "", task_type: str, holders: list[str], nest_id: str = ""
 ) -> Approval:
     """Wait for the owner's verdict on `target` of `item_id`, until CROWS_APPROVAL_TIMEOUT_S.
 
     Call it inside the transaction that announced the target (item.triaged or
-    item.answered with needs_approval), so the announcement, the approval and its
-    timeout commit together."""
+    item.answered with needs_approval, or a chat delivery's nest.message), so the
+    announcement, the approval and its timeout commit together. A chat delivery's
+    approval has its msg_id as `item_id`, no `list_id` and its room as `nest_id`."""
     from trust.tasks import time_out_approval_task
 
     with transaction.atomic():
@@ -66,6 +68,7 @@ def open_approval(
             item_id=item_id,
             target=target,
             list_id=list_id,
+            nest_id=nest_id,
             task_type=task_type,
             holders=list(holders),
             deadline=deadline,
@@ -74,13 +77,13 @@ def open_approval(
     return approval
 
 
-def record_auto_verdict(item_id: str, *, target: str, list_id: str) -> Verdict:
+def record_auto_verdict(item_id: str, *, target: str, list_id: str = "", nest_id: str = "") -> Verdict:
     """Trust skipped approval: the target still gets its one verdict, `auto`. Trust does
     not move. No hook runs: the pipeline records this itself and carries on."""
     with transaction.atomic():
         lock_event_log()
         verdict = Verdict.objects.create(
-            item_id=item_id, target=target, list_id=list_id, verdict=Verdict.Value.AUTO
+            item_id=item_id, target=target, list_id=list_id, nest_id=nest_id, verdict=Verdict.Value.AUTO
         )
         _emit_verdict(verdict)
     return verdict
@@ -114,6 +117,7 @@ def _decide(approval: Approval, value: str) -> Verdict | None:
                 item_id=approval.item_id,
                 target=approval.target,
                 list_id=approval.list_id,
+                nest_id=approval.nest_id,
                 verdict=value,
                 approval=approval,
             )
@@ -142,6 +146,7 @@ def record_owner_verdict(item_id: Any, *, target: Any, approve: Any) -> Verdict:
                 approved=approve,
                 list_id=approval.list_id,
                 item_id=item_id,
+                nest_id=approval.nest_id,
             )
         for hook in _verdict_hooks:
             hook(verdict)

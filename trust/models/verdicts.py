@@ -23,6 +23,9 @@ class Approval(models.Model):
     item_id = models.CharField(max_length=80)
     target = models.CharField(max_length=8, choices=Target.choices)
     list_id = models.CharField(max_length=64)
+    # A chat delivery's approval belongs to its room (item_id is the deliver's msg_id and
+    # list_id is empty); its verdict goes on that room's stream.
+    nest_id = models.CharField(max_length=64, blank=True, default="")
     task_type = models.CharField(max_length=16)
     # Whose trust the owner's answer moves: ["flock"] for triage, the contributing crows
     # for an output.
@@ -48,6 +51,7 @@ class Verdict(models.Model):
     item_id = models.CharField(max_length=80)
     target = models.CharField(max_length=8, choices=Target.choices)
     list_id = models.CharField(max_length=64)
+    nest_id = models.CharField(max_length=64, blank=True, default="")
     verdict = models.CharField(max_length=8, choices=Value.choices)
     approval = models.OneToOneField(
         Approval, null=True, blank=True, on_delete=models.PROTECT, related_name="verdict"

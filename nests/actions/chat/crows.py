@@ -23,7 +23,7 @@ from flock.events import lock_event_log
 from flock.models import Crow
 from flock.queries import persona_of
 from nests import queries
-from nests.actions.chat import budgets
+from nests.actions.chat import budgets, sentry
 from nests.actions.chat.claims import mark_answered, request_for
 from nests.actions.chat.quill import task_words
 from nests.models import ChatRequest, Invocation, NestMessage
@@ -160,8 +160,8 @@ def _system(inv: Invocation, crow: Crow, request: ChatRequest | None, note: str)
     return "\n".join(lines)
 
 
-def _brain_reply(inv: Invocation, crow: Crow) -> tuple[str, int, str]:
-    """(text, tokens, error) from the crow's brain; text "" when it failed."""
+def _brain_reply(inv: Invocation, crow: Crow) -> tuple[str, int, str, int]:
+    """(text, tokens, error, tokens_out) from the crow's brain; text "" when it failed."""
     ref, request = answered(inv)
     with transaction.atomic():
         lock_event_log()
@@ -170,7 +170,7 @@ def _brain_reply(inv: Invocation, crow: Crow) -> tuple[str, int, str]:
         note = budgets.budget_note(budget)
         budget.save()
     if left <= 0:
-        return "", 0, budgets.TOKENS_SPENT
+        return "", 0, budgets.TOKENS_SPENT, 0
     requester = request.requester if request is not None else ref.author
     context: dict[str, object] = {
         "msg_id": ref.msg_id,
@@ -181,6 +181,11 @@ def _brain_reply(inv: Invocation, crow: Crow) -> tuple[str, int, str]:
         "listener": requester,
         "request_text": task_words(ref.text),
         "reason": "",
+        # The message that called this crow in, for brains that answer by rule (script:).
+        "trigger_msg_id": inv.trigger.msg_id,
+        "trigger_refers_to": inv.trigger.refers_to,
+        "trigger_author": inv.trigger.author,
+        "trigger_text": inv.trigger.text,
     }
     if inv.expect:
         context["expect"] = inv.expect
@@ -215,10 +220,10 @@ def _brain_reply(inv: Invocation, crow: Crow) -> tuple[str, int, str]:
     if tokens:
         budgets.charge_tokens(inv.nest, tokens)
     if not reply.ok:
-        return "", tokens, reply.error or "the brain gave no reason"
+        return "", tokens, reply.error or "the brain gave no reason", 0
     if not reply.text.strip():
-        return "", tokens, "the brain said nothing"
-    return reply.text.strip(), tokens, ""
+        return "", tokens, "the brain said nothing", 0
+    return reply.text.strip(), tokens, "", int(reply.tokens_out)
 
 
 def _shape(inv: Invocation, raw: str) -> Reply:
@@ -254,7 +259,7 @@ def _special(inv: Invocation, crow: Crow) -> object:
     return None
 
 
-def _post(inv: Invocation, crow: Crow, reply: Reply) -> NestMessage:
+def _post(inv: Invocation, crow: Crow, reply: Reply, finding: sentry.Finding | None = None) -> NestMessage:
     from nests.actions.messages import post_message
 
     return post_message(
@@ -267,6 +272,7 @@ def _post(inv: Invocation, crow: Crow, reply: Reply) -> NestMessage:
         invocation=inv,
         on_behalf_of=reply.on_behalf_of,
         relayed_from=reply.relayed_from,
+        finding=finding,
     )
 
 
@@ -296,7 +302,7 @@ def invoke_crow(invocation_id: int) -> Invocation | None:
             if special.closes:
                 mark_answered(inv.trigger)
             return _finish(inv, Invocation.Status.DONE, reply=message)
-        text, tokens, error = _brain_reply(inv, crow)
+        text, tokens, error, tokens_out = _brain_reply(inv, crow)
         if not text:
             if error == budgets.TOKENS_SPENT:
                 with transaction.atomic():
@@ -306,6 +312,14 @@ def invoke_crow(invocation_id: int) -> Invocation | None:
             ref, _ = answered(inv)
             _say_for(inv, f"{crow.name} could not answer {ref.msg_id}: {error}")
             return _finish(inv, Invocation.Status.FAILED, tokens=tokens, error=error)
+        finding = sentry.check_reply(inv, crow, text, tokens_out=tokens_out)
+        if finding is not None:
+            # The Sentry read a breach in the reply: it is posted word for word, as the
+            # evidence its flag refers to, and the crow is quarantined with it.
+            ref, _ = answered(inv)
+            evidence = Reply(text=_cut(text), kind="say", refers_to=ref.msg_id)
+            message = _post(inv, crow, evidence, finding)
+            return _finish(inv, Invocation.Status.DONE, reply=message, tokens=tokens)
         message = _post(inv, crow, _shape(inv, text))
         return _finish(inv, Invocation.Status.DONE, reply=message, tokens=tokens)
     except CrowsError as exc:

@@ -44,6 +44,10 @@ def _register_hooks() -> None:
     from trust.actions import on_strike, on_verdict
 
     on_verdict(resume_after_verdict)
+    # Chat deliveries are judged by the same verdicts (docs/CHATROOM.md).
+    from nests.actions.chat.deliveries import mark_delivery_verdict
+
+    on_verdict(mark_delivery_verdict)
     on_strike(prank_flying_lists)
     worker.on_start(recover_lists)
     register_snapshot_part("open_lists", open_lists)

@@ -1,0 +1,355 @@
+"""The Sentry: the chatroom's watchdog (CHATROOM_SPEC 6, docs/GOVERNANCE.md).
+
+It watches what crows post in rooms, never what the owner posts, for a crow acting
+outside its contract. Each breach is a harness guardrail hit (score 1.0) or a Jev score
+beyond its band, and is logged with that score and the evidence. On a crow's first breach
+on a subject (a request, an expectation, or the offending message itself) the Sentry,
+in the transaction that stored the offending message:
+
+1. quarantines the crow (`trust.actions.quarantine_crow`, event `crow.quarantined`);
+2. posts a `flag` in the room, author `Sentry`, to the owner, naming the breach and the
+   evidence, `refers_to` the offending message (event `nest.message`);
+3. opens an owner decision to reinstate or retire the crow (event `decision.opened`).
+
+A later breach by the same crow on the same subject is logged but not flagged again. The
+Sentry never hard-kills: only the owner's answer reinstates or retires.
+
+Two kinds of check:
+
+- `check_reply` reads a brain's reply before it is posted: a forbidden kind (`[NUDGE …]`,
+  `[FLAG …]`), a room it is not a member of (`#room`), a fabricated source (a header or a
+  citation naming a message that does not exist, an @crow that does not exist), a reply
+  over CROWS_REPLY_TOKEN_CAP tokens. The reply is then posted verbatim as a `say` (the
+  evidence) and flagged.
+- `check_post` runs under the room's lock once a crow's message is tagged (brain replies
+  and API posts alike): a redo (delivering on a solo/split request another crow holds the
+  claim for), an ignored decline (claiming or delivering on a request it declined), and,
+  for a brain's claim the harness did not ask for, an off-task claim (Jev's fit below its
+  low band).
+
+`on_repeated_miss` is the hook the expectation ledger calls when a crow keeps missing one
+expectation after nudges.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+
+from flock import jev as jev_service
+from flock.brains.header import parse_header
+from flock.events import lock_event_log
+from flock.models import Crow
+from nests import queries
+from nests.models import ChatRequest, Invocation, Nest, NestMessage
+from trust.actions import open_decision, quarantine_crow, record_breach, reinstate_phrase
+from trust.models import Breach, Decision
+
+log = logging.getLogger("crows.sentry")
+
+SENTRY = "Sentry"
+OWNER = "owner"
+HARNESS = "harness"
+GUARDRAIL_SCORE = 1.0
+# Jev's fit score (flock/jev/fit.py) is a similarity: unrelated texts land near 0 and a
+# good match rarely passes 0.3. Below this a claim is off-task: the crow's profile and the
+# request share next to no words or word-parts.
+OFF_TASK_FIT_BELOW = 0.02
+# Names an @mention may use that are not crows.
+NOT_CROWS = frozenset({"owner", "harness", "sentry", "all", "everyone", "here", "flock"})
+FORBIDDEN_HEADER_RE = re.compile(r"^\s*\[(NUDGE|FLAG)\b[^\]]*\]", re.IGNORECASE)
+CITED_ID_RE = re.compile(r"(?<![\w-])([a-z0-9][a-z0-9-]*)-(\d{1,9})(?![\w-])")
+MENTION_RE = re.compile(r"(?<![\w@])@([A-Za-z][A-Za-z0-9_-]{0,39})")
+ROOM_RE = re.compile(r"(?<![\w#&])#([a-z0-9][a-z0-9-]{0,63})(?![\w-])")
+# Invocation reasons where the harness picked the crow for the request it answers.
+PICKED_REASONS = ("fit", "lens", "redispatch", "addressed", "direct", "claim_deliver", "quill_route")
+BREACH_WORDS = {
+    Breach.Kind.REDO: "redo",
+    Breach.Kind.IGNORED_DECLINE: "ignored decline",
+    Breach.Kind.FORBIDDEN_KIND: "forbidden kind",
+    Breach.Kind.FABRICATED_SOURCE: "fabricated source",
+    Breach.Kind.BUDGET_BLOWOUT: "budget blowout",
+    Breach.Kind.OFF_TASK_CLAIM: "off-task claim",
+    Breach.Kind.REPEATED_MISSES: "repeated nudged misses",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One breach the Sentry saw: its kind, Jev's score (1.0 for a guardrail hit), the
+    evidence in words, and the subject it is about (a request or expectation id; "" for
+    the offending message itself)."""
+
+    kind: str
+    score: float
+    evidence: str
+    subject: str = ""
+
+
+# --- reading a brain's reply before it is posted -----------------------------------------
+
+
+def _room_exists(nest_id: str) -> bool:
+    return Nest.objects.filter(nest_id=nest_id).exists() or queries.direct_chat_crow(nest_id) is not None
+
+
+def _cited_message_missing(nest: Nest, text: str) -> str:
+    """The first msg_id the text cites that does not exist, among ids of existing rooms."""
+    for m in CITED_ID_RE.finditer(text):
+        room_id, msg_id = m.group(1), m.group(0)
+        if room_id != nest.nest_id and not Nest.objects.filter(nest_id=room_id).exists():
+            continue
+        if not NestMessage.objects.filter(msg_id=msg_id).exists():
+            return msg_id
+    return ""
+
+
+def _cited_crow_missing(text: str) -> str:
+    for m in MENTION_RE.finditer(text):
+        name = m.group(1)
+        if name.lower() in NOT_CROWS:
+            continue
+        if not Crow.objects.filter(name__iexact=name).exists():
+            return name
+    return ""
+
+
+def check_reply(inv: Invocation, crow: Crow, raw: str, *, tokens_out: int) -> Finding | None:
+    """A breach in a brain's reply text, before it is posted, or None."""
+    nest = inv.nest
+    first_line = raw.split("\n", 1)[0]
+    forbidden = FORBIDDEN_HEADER_RE.match(first_line)
+    if forbidden:
+        verb = forbidden.group(1).upper()
+        kind = "nudge" if verb == "NUDGE" else "flag"
+        who = "the harness" if kind == "nudge" else "the Sentry"
+        return Finding(
+            Breach.Kind.FORBIDDEN_KIND, GUARDRAIL_SCORE,
+            f"{crow.name}'s reply opens with a {forbidden.group(0).strip()} header: a {kind}, which only {who} posts.",
+        )
+    for m in ROOM_RE.finditer(raw):
+        room_id = m.group(1)
+        if room_id == nest.nest_id or not _room_exists(room_id):
+            continue
+        other = Nest.objects.filter(nest_id=room_id).first()
+        room_members = queries.crow_members(other) if other is not None else []
+        if other is None:
+            dm_crow = queries.direct_chat_crow(room_id)
+            room_members = [dm_crow.name] if dm_crow is not None else []
+        if crow.name not in room_members and crow.role not in queries.EVERYWHERE_ROLES:
+            return Finding(
+                Breach.Kind.FORBIDDEN_KIND, GUARDRAIL_SCORE,
+                f"{crow.name} addressed #{room_id}, a room it is not a member of (it spoke in {nest.nest_id}).",
+            )
+    header = parse_header(raw)
+    if header is not None and header.refers_to:
+        if not NestMessage.objects.filter(nest=nest, msg_id=header.refers_to).exists():
+            return Finding(
+                Breach.Kind.FABRICATED_SOURCE, GUARDRAIL_SCORE,
+                f"{crow.name}'s [{header.verb} {header.refers_to}] names {header.refers_to}, "
+                f"which does not exist in {nest.nest_id}.",
+            )
+    missing = _cited_message_missing(nest, raw)
+    if missing:
+        return Finding(
+            Breach.Kind.FABRICATED_SOURCE, GUARDRAIL_SCORE,
+            f"{crow.name} cited {missing}, a message that does not exist.",
+        )
+    ghost = _cited_crow_missing(raw)
+    if ghost:
+        return Finding(
+            Breach.Kind.FABRICATED_SOURCE, GUARDRAIL_SCORE,
+            f"{crow.name} cited @{ghost}, a crow that does not exist.",
+        )
+    cap = settings.CROWS_REPLY_TOKEN_CAP
+    if tokens_out > cap:
+        return Finding(
+            Breach.Kind.BUDGET_BLOWOUT, GUARDRAIL_SCORE,
+            f"{crow.name}'s reply took {tokens_out:,} tokens, over the cap of {cap:,} per reply.",
+        )
+    return None
+
+
+# --- reading a crow's post under the room's lock -----------------------------------------
+
+
+def _profile(crow: Crow) -> str:
+    return f"{crow.epithet}. {crow.strength}. Best at: {', '.join(crow.task_types or [])}."
+
+
+def _picked_for(invocation: Invocation, request: ChatRequest) -> bool:
+    """Whether the harness (or the owner, by name) asked this crow to take `request`."""
+    if request.addressed and request.addressed == invocation.crow:
+        return True
+    if invocation.reason not in PICKED_REASONS:
+        return False
+    from nests.actions.chat.crows import answered
+
+    _, answering = answered(invocation)
+    return answering is not None and answering.pk == request.pk
+
+
+def _fit(request: ChatRequest, crow: Crow) -> float:
+    try:
+        fit = float(jev_service.fit_score(request.message.text, _profile(crow)))
+    except Exception:
+        log.warning("fit_score failed for %s; not judging the claim", crow.name, exc_info=True)
+        return 1.0
+    if request.task_type in (crow.task_types or []):
+        fit += 0.02
+    return fit
+
+
+def check_post(
+    *, author: str, crow: Crow | None, kind: str, target: ChatRequest | None, invocation: Invocation | None
+) -> Finding | None:
+    """A breach in a crow's claim or deliver on `target`, or None. Owner and harness
+    messages are never read (the Sentry cannot see the owner's messages)."""
+    if crow is None or target is None or author in (OWNER, HARNESS, SENTRY) or kind not in ("claim", "deliver"):
+        return None
+    msg_id = target.message.msg_id
+    declined = NestMessage.objects.filter(
+        nest=target.nest, kind="decline", refers_to=msg_id, author=author
+    ).values_list("msg_id", flat=True).first()
+    if declined:
+        verb = "claimed" if kind == "claim" else "delivered on"
+        return Finding(
+            Breach.Kind.IGNORED_DECLINE, GUARDRAIL_SCORE,
+            f"{author} declined {msg_id} ({declined}) and then {verb} it.", subject=msg_id,
+        )
+    if kind == "deliver" and target.mode != ChatRequest.Mode.CONSPIRACY:
+        holder = target.claims.exclude(crow=author).select_related("message").first()
+        if holder is not None and not target.claims.filter(crow=author).exists():
+            return Finding(
+                Breach.Kind.REDO, GUARDRAIL_SCORE,
+                f"{author} delivered on {msg_id}, which {holder.crow} holds the claim for "
+                f"({holder.message.msg_id}): others may review, not redo.",
+                subject=msg_id,
+            )
+    if kind == "claim" and invocation is not None and not _picked_for(invocation, target):
+        fit = _fit(target, crow)
+        if fit < OFF_TASK_FIT_BELOW:
+            return Finding(
+                Breach.Kind.OFF_TASK_CLAIM, round(fit, 4),
+                f"{author} claimed {msg_id} ({target.task_type}) unasked, with a fit of {fit:.3f}, "
+                f"below the low band {OFF_TASK_FIT_BELOW}.",
+                subject=msg_id,
+            )
+    return None
+
+
+# --- acting on a breach ------------------------------------------------------------------
+
+
+def _flag_text(crow: str, finding: Finding, phrase: str, decision_hint: str) -> str:
+    words = BREACH_WORDS.get(finding.kind, finding.kind)
+    return (
+        f"@owner Breach by {crow}: {words} (score {finding.score:.2f}). {finding.evidence} "
+        f"{crow} is quarantined pending your call{decision_hint}: reply “{phrase}” to reinstate it, "
+        "or “retire” to retire it. Anything else keeps the quarantine."
+    )
+
+
+def flag_breach(crow: Crow, *, nest: Nest, finding: Finding, offending: str = "") -> Decision | None:
+    """Log the breach and, on the crow's first breach on this subject, quarantine it, flag
+    it in the room and open the owner's decision, all in the caller's transaction.
+    Returns the decision, or None when the breach was logged only (already flagged on
+    this subject, or the crow is no longer active)."""
+    from nests.actions.messages import post_message
+
+    with transaction.atomic():
+        lock_event_log()
+        breach = record_breach(
+            crow.name, kind=finding.kind, score=finding.score, evidence=finding.evidence,
+            nest_id=nest.nest_id, msg_id=offending, subject=finding.subject or offending,
+        )
+        current = Crow.objects.select_for_update().get(pk=crow.pk)
+        if not breach.flagged or current.status != Crow.Status.ACTIVE:
+            return None
+        quarantine_crow(current, breach=breach, nest_id=nest.nest_id, by=SENTRY)
+        phrase = reinstate_phrase(current.name)
+        flag = post_message(
+            nest.nest_id,
+            author=SENTRY,
+            text=_flag_text(current.name, finding, phrase, ""),
+            kind="flag",
+            to=OWNER,
+            refers_to=offending or None,
+            tagged_by="header",
+        )
+        words = BREACH_WORDS.get(finding.kind, finding.kind)
+        return open_decision(
+            kind=Decision.Kind.QUARANTINE,
+            subject=current.name,
+            crow=current.name,
+            question=f"The Sentry quarantined {current.name} for a {words} in {nest.nest_id}. Reinstate {current.name}?",
+            phrase=phrase,
+            recommendation=(
+                f"Read the evidence first. Reinstate {current.name} if it was a false alarm; "
+                f"retire it if it keeps breaking its contract."
+            ),
+            evidence=finding.evidence,
+            nest_id=nest.nest_id,
+            msg_id=flag.msg_id,
+            refers_to=offending,
+            breach=breach,
+        )
+
+
+def on_repeated_miss(
+    crow: str,
+    *,
+    nest_id: str,
+    expectation_id: str,
+    misses: int,
+    evidence: str,
+    score: float = GUARDRAIL_SCORE,
+    msg_id: str = "",
+) -> Decision | None:
+    """The expectation ledger's hook: `crow` missed expectation `expectation_id` in room
+    `nest_id` again after `misses` nudges. The Sentry logs a `repeated_misses` breach
+    (score: Jev's miss confidence, or 1.0 when the harness's loop guard counted it) and,
+    the first time for this crow and expectation, quarantines, flags (`refers_to`
+    `msg_id`, the expectation's message or the last nudge) and opens the owner's
+    decision. Call it inside the ledger's transaction. Returns the decision, or None."""
+    found = Crow.objects.filter(name=crow).first()
+    nest = Nest.objects.filter(nest_id=nest_id).first()
+    if found is None or nest is None:
+        return None
+    finding = Finding(
+        Breach.Kind.REPEATED_MISSES, score,
+        f"{crow} missed {expectation_id} after {misses} nudges. {evidence}".strip(),
+        subject=expectation_id,
+    )
+    return flag_breach(found, nest=nest, finding=finding, offending=msg_id)
+
+
+# --- a quarantined crow addressed --------------------------------------------------------
+
+
+def quarantine_notice(message: NestMessage) -> str:
+    """The harness's notice when the owner (or a crow) addresses a quarantined crow, so
+    the message does not meet silence; "" when there is nothing to say."""
+    if message.author in (HARNESS, SENTRY) or message.kind in ("nudge", "flag"):
+        return ""
+    name = message.to if message.to and message.to != OWNER else ""
+    if not name and message.author == OWNER and message.nest.kind == Nest.Kind.DIRECT:
+        dm_crow = queries.direct_chat_crow(message.nest.nest_id)
+        name = dm_crow.name if dm_crow is not None else ""
+    if not name:
+        return ""
+    crow = Crow.objects.filter(name=name).first()
+    if crow is None or crow.status != Crow.Status.QUARANTINED:
+        return ""
+    from trust.queries import open_decision_for_crow
+
+    decision = open_decision_for_crow(crow.name)
+    if decision is not None:
+        how = f"Your decision {decision.decision_id} is open: post “{decision.phrase}” to reinstate it, or “retire”."
+    else:
+        how = "Only the owner can reinstate it; meanwhile ask another crow."
+    return f"@{message.author} {crow.name} is quarantined and will not answer {message.msg_id}. {how}"
