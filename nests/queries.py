@@ -11,11 +11,11 @@ from flock import queries as flock_queries
 from flock.errors import BadInput
 from flock.events import rfc3339
 from flock.models import Crow, Flight
+from flock.vocab import OWNER, REGULAR, STRANGER, TRUSTED  # noqa: F401  (dispatch and quill read them here)
 from nests.models import ChatRequest, Invocation, Nest, NestMessage
 
 # Quill and Boss serve every room (DECISIONS.md "Who may post where").
 EVERYWHERE_ROLES = (Crow.Role.ASSISTANT, Crow.Role.CHIEF_OF_STAFF)
-STRANGER, REGULAR, TRUSTED = 0, 1, 2
 PAGE_MAX = 200
 PAGE_DEFAULT = 50
 RECENT_MESSAGES = 20
@@ -233,7 +233,7 @@ def nest_detail(nest: Nest) -> dict[str, Any]:
         "name": nest.name,
         "kind": nest.kind,
         "core": nest.core,
-        "members": ["owner", *names],
+        "members": [OWNER, *names],
         "crows": [
             {"name": n, "role": crows[n].role, "status": crows[n].status} for n in names if n in crows
         ],

@@ -22,11 +22,12 @@ from flock import queries as flock_queries
 from flock.actions import hatch_crow, retire_crow
 from flock.errors import CrowsError
 from flock.models import Crow
+from flock.vocab import OWNER
 from nests import queries
+from nests.actions.chat.replies import Reply
 from nests.actions.rooms import create_nest
 from nests.models import Invocation
 
-OWNER = "owner"
 NAME = r"@?(?P<name>[A-Za-z][A-Za-z0-9_-]{0,39})"
 HATCH_RE = re.compile(rf"\b(?:hatch|spin\s+up|create|make)\b[^.!?]*?\b(?:crow|bird|one)?\s*(?:named|called)\s+{NAME}", re.IGNORECASE)
 STRENGTH_RE = re.compile(
@@ -142,8 +143,6 @@ def _retire(order: Order, boss: Crow, inv: Invocation) -> str:
 
 def handle(inv: Invocation, boss: Crow) -> object:
     """Boss's answer to an owner's order (a Reply), or None to let its brain answer."""
-    from nests.actions.chat.crows import Reply
-
     trigger = inv.trigger
     if trigger.author != OWNER or inv.reason not in ("addressed", "direct"):
         return None

@@ -19,9 +19,9 @@ from django.utils import timezone
 
 from flock.errors import BadInput
 from flock.events import lock_event_log
+from flock.vocab import HARNESS
 from nests.models import Nest, NestBudget
 
-HARNESS = "harness"
 # "Running low" means a quarter of the turn's exchanges, or a tenth of the day's tokens.
 LOW_EXCHANGES_SHARE = 0.25
 LOW_TOKENS_SHARE = 0.10

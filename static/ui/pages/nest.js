@@ -9,6 +9,7 @@ import { crowAvatar } from "../crow_art.js";
 import { messageEl, attachAnswer, MentionBox } from "../chat.js";
 import { showFormError, clearFormError, toast, messageOf } from "../notify.js";
 import { DecisionBoard, DeliveryApprovals } from "../decisions.js";
+import { OWNER } from "../vocab.js";
 
 const ui = uiConfig();
 const config = ui.config || {};
@@ -48,14 +49,14 @@ function setReply(msg) {
   const chip = $("#reply-chip");
   chip.hidden = !msg;
   if (msg) {
-    chip.replaceChildren(`Replying to ${msg.msg_id} (${msg.author === "owner" ? "you" : msg.author}) `,
+    chip.replaceChildren(`Replying to ${msg.msg_id} (${msg.author === OWNER ? "you" : msg.author}) `,
       h("button", { type: "button", class: "chip-close", "aria-label": "Stop replying", onclick: () => setReply(null) }, "×"));
     $("#composer-text").focus();
   }
 }
 
 function membersOf() {
-  if (room && Array.isArray(room.members)) return room.members.filter((m) => m !== "owner");
+  if (room && Array.isArray(room.members)) return room.members.filter((m) => m !== OWNER);
   if (nestId === "todo") return crows.map((c) => c.name);
   if (nestId.startsWith("dm-")) {
     const crow = crows.find((c) => `dm-${c.name.toLowerCase()}` === nestId);
@@ -178,7 +179,7 @@ function setupComposer() {
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     clearFormError(error);
-    const body = { author: "owner", text: ta.value };
+    const body = { author: OWNER, text: ta.value };
     if (replyTo) body.refers_to = replyTo;
     const button = $("#composer-send");
     button.disabled = true;
