@@ -136,7 +136,12 @@ def crow(request: HttpRequest, name: str) -> HttpResponse:
         request,
         "nests/crow.html",
         "crows",
-        ui={"crow": found.name, "flights": flights, "trust_history": history},
+        ui={
+            "crow": found.name,
+            "flights": flights,
+            "trust_history": history,
+            "breaches": trust_queries.breaches_of(found.name),
+        },
         crow_name=found.name,
     )
 

@@ -263,6 +263,12 @@ async function main() {
     .on("verdict", (event) => approvals.verdict(event.data))
     .onAny((event) => {
       board.apply(event);
+      if (["crow.quarantined", "crow.reinstated"].includes(event.name)) {
+        // The direct-chat list marks caged crows; keep it in step without a reload.
+        const c = crows.find((x) => x.name === event.data.crow);
+        if (c) c.status = event.name === "crow.quarantined" ? "quarantined" : "active";
+        drawRooms(nests);
+      }
       if (event.live && ["crow.quarantined", "crow.reinstated"].includes(event.name)) {
         toast(`${event.data.crow} ${event.name === "crow.quarantined" ? "is quarantined by the Sentry" : "is reinstated"}.`,
           event.name === "crow.quarantined" ? "error" : "good");
