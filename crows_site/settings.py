@@ -159,6 +159,8 @@ CROWS_EXCHANGES_PER_TURN = env_int("CROWS_EXCHANGES_PER_TURN", 12, minimum=0)
 CROWS_NEST_TOKEN_BUDGET = env_int("CROWS_NEST_TOKEN_BUDGET", 50000, minimum=0)
 CROWS_MAX_NESTS = 20
 CROWS_BANTER_WAIT_S = env_float("CROWS_BANTER_WAIT_S", 20.0, minimum=0)
+# Days of history to keep; 0 (the default) keeps everything. Set, it prunes daily.
+CROWS_RETENTION_DAYS = env_int("CROWS_RETENTION_DAYS", 0, minimum=0, maximum=36500)
 
 # Background work: the server runs its own worker unless scaled out to db_worker processes.
 CROWS_EMBEDDED_WORKER = env_bool("CROWS_EMBEDDED_WORKER", True)

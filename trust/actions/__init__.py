@@ -1,6 +1,7 @@
 """Every state change in trust. One module per seam; import from here."""
 
 from trust.actions.ledger import record_trust_outcome, seed_trust
+from trust.actions.owner import lift_cooldown, reset_trust
 from trust.actions.strikes import admit_post, on_strike, poster_key
 from trust.actions.verdicts import (
     on_verdict,
@@ -13,6 +14,7 @@ from trust.actions.verdicts import (
 
 __all__ = [
     "admit_post",
+    "lift_cooldown",
     "on_strike",
     "on_verdict",
     "open_approval",
@@ -21,6 +23,7 @@ __all__ = [
     "record_owner_verdict",
     "record_trust_outcome",
     "reschedule_timeouts",
+    "reset_trust",
     "seed_trust",
     "time_out_approval",
 ]
