@@ -36,10 +36,10 @@ try:
     # Quarantine and owner decisions (issue 9's trust.actions.quarantine/decisions). Until
     # that code is in the tree these panels and actions stay out; nothing else depends on it.
     from trust.actions import answer_decision, quarantine_crow, reinstate_crow
-    from trust.models import Decision
+    from trust.models import Breach, Decision
 except ImportError:  # pragma: no cover - depends on the merge order
     answer_decision = quarantine_crow = reinstate_crow = None  # type: ignore[assignment]
-    Decision = None  # type: ignore[assignment,misc]
+    Breach = Decision = None  # type: ignore[assignment,misc]
 
 RECENT_FLIGHTS = 10
 
@@ -398,5 +398,15 @@ class DecisionAdmin(AppendOnlyAdmin):
         return back
 
 
+class BreachAdmin(AppendOnlyAdmin):
+    """The Sentry's breach log: append-only, read-only."""
+
+    list_display = ("at", "crow", "kind", "score", "flagged", "nest_id", "msg_id", "evidence")
+    list_filter = ("kind", "flagged", "crow")
+    search_fields = ("crow", "=nest_id", "=msg_id")
+    ordering = ("-id",)
+
+
 if Decision is not None:
     admin.site.register(Decision, DecisionAdmin)
+    admin.site.register(Breach, BreachAdmin)

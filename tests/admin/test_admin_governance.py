@@ -77,3 +77,40 @@ def test_decisions_cannot_be_added_edited_or_deleted_raw(staff):  # noqa: F811
     assert staff.get(reverse("admin:trust_decision_delete", args=[decision.pk])).status_code == 403
     assert staff.post(change(Decision, decision.pk), {"status": "closed"}).status_code == 403
     assert Decision.objects.get(pk=decision.pk).status == "open"
+
+
+def test_expire_approvals_also_closes_overdue_decisions_and_prune_keeps_open_ones(capture_events):
+    import io
+    from datetime import timedelta
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from flock.models import Event
+
+    overdue = quarantine_decision("Munin")
+    still_open = quarantine_decision("Pepper")
+    Decision.objects.filter(pk=overdue.pk).update(deadline=timezone.now() - timedelta(seconds=1))
+    out = io.StringIO()
+    with capture_events() as events:
+        call_command("expire_approvals", stdout=out)
+    assert f"decisions: timed out 1: {overdue.decision_id}" in out.getvalue()
+    assert [(p["decision_id"], p["outcome"]) for p in events.named("decision.closed")] == [(overdue.decision_id, "timeout")]
+    # Prune everything old: the open decision's events stay.
+    kept = set(Event.objects.filter(payload__decision_id=still_open.decision_id).values_list("id", flat=True))
+    kept |= set(Event.objects.filter(name="crow.quarantined", payload__crow="Pepper").values_list("id", flat=True))
+    assert kept
+    Event.objects.update(created_at=timezone.now() - timedelta(days=10))
+    call_command("prune", "--older-than", "1", stdout=io.StringIO())
+    assert kept <= set(Event.objects.values_list("id", flat=True))
+    assert not Event.objects.filter(payload__decision_id=overdue.decision_id).exists()
+
+
+def test_the_breach_log_is_read_only(staff):  # noqa: F811
+    from trust.models import Breach
+
+    quarantine_decision("Munin")
+    breach = Breach.objects.get()
+    assert staff.get(changelist(Breach)).status_code == 200
+    assert staff.get(reverse("admin:trust_breach_delete", args=[breach.pk])).status_code == 403
+    assert staff.post(change(Breach, breach.pk), {"kind": "redo"}).status_code == 403
