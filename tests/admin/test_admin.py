@@ -99,8 +99,9 @@ def test_append_only_tables_are_read_only_and_undeletable(staff, model):
     seed_trust("flock", task_type="code")  # events and ledger entries
     record_flight(crow="Hugin", provider="mock", model="mock", task="answer", ok=True)
     run_list("write a haiku about crows")  # a verdict-less approval; add one verdict:
-    from trust.actions import record_auto_verdict
     from django.db import transaction
+
+    from trust.actions import record_auto_verdict
 
     with transaction.atomic():
         record_auto_verdict("zz-1", target="triage", list_id="zz")
@@ -111,9 +112,9 @@ def test_append_only_tables_are_read_only_and_undeletable(staff, model):
     assert staff.get(changelist(model)).status_code == 200
     assert staff.get(change(model, row.pk)).status_code == 200  # view only
     info = (model._meta.app_label, model._meta.model_name)
-    assert staff.get(reverse("admin:%s_%s_add" % info)).status_code == 403
-    assert staff.get(reverse("admin:%s_%s_delete" % info, args=[row.pk])).status_code == 403
-    assert staff.post(reverse("admin:%s_%s_delete" % info, args=[row.pk]), {"post": "yes"}).status_code == 403
+    assert staff.get(reverse("admin:{}_{}_add".format(*info))).status_code == 403
+    assert staff.get(reverse("admin:{}_{}_delete".format(*info), args=[row.pk])).status_code == 403
+    assert staff.post(reverse("admin:{}_{}_delete".format(*info), args=[row.pk]), {"post": "yes"}).status_code == 403
     edited = staff.post(change(model, row.pk), {"name": "hacked", "holder": "hacked", "verdict": "approved", "crow": "hacked"})
     assert edited.status_code == 403
     staff.post(changelist(model), {"action": "delete_selected", "_selected_action": [row.pk], "index": "0", "post": "yes"})
