@@ -11,6 +11,7 @@ from trust.actions.decisions import (
 )
 from trust.actions.ledger import record_trust_outcome, seed_trust
 from trust.actions.quarantine import quarantine_crow, record_breach, reinstate_crow, retire_crow
+from trust.actions.owner import lift_cooldown, reset_trust
 from trust.actions.strikes import admit_post, on_strike, poster_key
 from trust.actions.verdicts import (
     on_verdict,
@@ -33,6 +34,7 @@ __all__ = [
     "reschedule_decision_timeouts",
     "retire_crow",
     "admit_post",
+    "lift_cooldown",
     "on_strike",
     "on_verdict",
     "open_approval",
@@ -41,6 +43,7 @@ __all__ = [
     "record_owner_verdict",
     "record_trust_outcome",
     "reschedule_timeouts",
+    "reset_trust",
     "seed_trust",
     "time_out_approval",
     "withdraw_decisions",
