@@ -27,19 +27,10 @@ from flock.personas import TASK_TYPES
 from nests import queries
 from nests.actions import add_nest_member, remove_nest_member
 from nests.models import Item, Nest, NestMessage
-from trust.actions import record_owner_verdict
+from trust.actions import answer_decision, quarantine_crow, record_owner_verdict, reinstate_crow
 from trust.admin import who
-from trust.models import LEVEL_NAMES, Approval, Verdict
+from trust.models import LEVEL_NAMES, Approval, Breach, Decision, Verdict
 from trust.queries import trust_balance
-
-try:
-    # Quarantine and owner decisions (issue 9's trust.actions.quarantine/decisions). Until
-    # that code is in the tree these panels and actions stay out; nothing else depends on it.
-    from trust.actions import answer_decision, quarantine_crow, reinstate_crow
-    from trust.models import Breach, Decision
-except ImportError:  # pragma: no cover - depends on the merge order
-    answer_decision = quarantine_crow = reinstate_crow = None  # type: ignore[assignment]
-    Breach = Decision = None  # type: ignore[assignment,misc]
 
 RECENT_FLIGHTS = 10
 
@@ -174,7 +165,7 @@ class CrowAdmin(admin.ModelAdmin):
     list_display = ("name", "epithet", "role", "status", "brain", "in_roster")
     list_filter = ("status", "role")
     search_fields = ("name", "epithet", "strength")
-    actions = ["retire"] if quarantine_crow is None else ["quarantine", "reinstate", "retire"]
+    actions = ["quarantine", "reinstate", "retire"]
     fieldsets = (
         (None, {"fields": ("name", "status", "role", "in_roster", "hatched_by", "created_at")}),
         ("Persona (saved through update_crow: emits crow.updated)", {
@@ -407,6 +398,5 @@ class BreachAdmin(AppendOnlyAdmin):
     ordering = ("-id",)
 
 
-if Decision is not None:
-    admin.site.register(Decision, DecisionAdmin)
-    admin.site.register(Breach, BreachAdmin)
+admin.site.register(Decision, DecisionAdmin)
+admin.site.register(Breach, BreachAdmin)

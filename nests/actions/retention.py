@@ -26,7 +26,7 @@ from django.utils import timezone
 from flock.models import Event, Flight, JevTag
 from flock.stream.retention import prune_marks, record_prune_marks
 from nests.models import TodoList
-from trust.models import Post, Strike
+from trust.models import Decision, Post, Strike
 
 log = logging.getLogger("crows.retention")
 
@@ -46,10 +46,6 @@ def keep_events(keeper: Callable[[], Q]) -> Callable[[], Q]:
 
 def _open_decisions() -> Q:
     """An owner decision still open keeps its events (decision.opened, the quarantine)."""
-    try:
-        from trust.models import Decision
-    except ImportError:  # the decisions are not in this tree
-        return Q(pk__in=[])
     open_ids = list(Decision.objects.filter(status="open").values_list("decision_id", "crow"))
     if not open_ids:
         return Q(pk__in=[])

@@ -5,9 +5,6 @@ and the room do, with `by` = "admin:<username>"."""
 from __future__ import annotations
 
 import pytest
-
-pytest.importorskip("trust.actions.decisions", reason="the owner decisions actions are not in this tree yet")
-
 from django.urls import reverse
 
 from flock.models import Crow

@@ -10,8 +10,8 @@ from trust.actions.decisions import (
     withdraw_decisions,
 )
 from trust.actions.ledger import record_trust_outcome, seed_trust
-from trust.actions.quarantine import quarantine_crow, record_breach, reinstate_crow, retire_crow
 from trust.actions.owner import lift_cooldown, reset_trust
+from trust.actions.quarantine import quarantine_crow, record_breach, reinstate_crow, retire_crow
 from trust.actions.strikes import admit_post, on_strike, poster_key
 from trust.actions.verdicts import (
     on_verdict,

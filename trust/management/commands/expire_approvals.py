@@ -12,14 +12,8 @@ from typing import Any
 from django.utils import timezone
 
 from flock.management.cli import CrowsCommand
-from trust.actions import time_out_approval
-from trust.models import Approval
-
-try:  # owner decisions (trust.actions.decisions), once they are in the tree
-    from trust.actions import expire_decision
-    from trust.models import Decision
-except ImportError:  # pragma: no cover - depends on the merge order
-    expire_decision = Decision = None  # type: ignore[assignment,misc]
+from trust.actions import expire_decision, time_out_approval
+from trust.models import Approval, Decision
 
 
 def overdue_approvals() -> list[tuple[str, str]]:
@@ -63,9 +57,8 @@ def expire_overdue_decisions(*, dry_run: bool = False, progress: Any = None) -> 
 # (what it sweeps, how many are due, the sweep): one entry per kind of deadline.
 SWEEPERS: list[tuple[str, Callable[[], int], Callable[..., list[str]]]] = [
     ("approvals", lambda: len(overdue_approvals()), expire_overdue_approvals),
+    ("decisions", lambda: len(overdue_decisions()), expire_overdue_decisions),
 ]
-if Decision is not None:
-    SWEEPERS.append(("decisions", lambda: len(overdue_decisions()), expire_overdue_decisions))
 
 
 class Command(CrowsCommand):
