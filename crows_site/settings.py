@@ -4,6 +4,7 @@ give a complete offline flock (SQLite, in-process channel layer, the mock brain)
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import dj_database_url
@@ -31,6 +32,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    # Only for its static files: /api/docs serves Swagger UI from here, never from a CDN.
+    "ninja",
     "django_tasks_db",
     "flock.apps.FlockConfig",
     "trust.apps.TrustConfig",
@@ -68,14 +71,14 @@ TEMPLATES = [
 ]
 
 
-def _database() -> dict:
+def _database() -> dict[str, Any]:
     url = env_str("DATABASE_URL", "")
     if not url:
         CROWS_DATA_DIR.mkdir(parents=True, exist_ok=True)
         url = f"sqlite:///{CROWS_DATA_DIR / 'crows.sqlite3'}"
     scheme = urlparse(url).scheme
     try:
-        config = dj_database_url.parse(url)
+        config: dict[str, Any] = dict(dj_database_url.parse(url))
     except Exception as exc:  # dj_database_url raises a bare ValueError/KeyError on junk
         raise ImproperlyConfigured(f"DATABASE_URL could not be read: {exc}") from None
     engine = config.get("ENGINE", "")

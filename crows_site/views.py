@@ -24,16 +24,16 @@ def _next(request: HttpRequest, value: str) -> str:
 @require_http_methods(["GET", "HEAD", "POST"])
 def login(request: HttpRequest) -> HttpResponse:
     required = bool(settings.CROWS_OWNER_TOKEN)
-    context = {"token_required": required, "next": _next(request, request.GET.get("next", "/")), "error": ""}
     if request.method != "POST":
-        return render(request, "crows_site/login.html", context)
-    context["next"] = _next(request, request.POST.get("next", "/"))
+        next_url = _next(request, request.GET.get("next", "/"))
+        return render(request, "crows_site/login.html", {"token_required": required, "next": next_url})
+    next_url = _next(request, request.POST.get("next", "/"))
     if not required:
-        return HttpResponseRedirect(context["next"])
+        return HttpResponseRedirect(next_url)
     if not token_matches(request.POST.get("token", "")):
-        context["error"] = "That is not this flock's owner token."
+        context = {"token_required": required, "next": next_url, "error": "That is not this flock's owner token."}
         return render(request, "crows_site/login.html", context, status=401)
-    response = HttpResponseRedirect(context["next"])
+    response = HttpResponseRedirect(next_url)
     response.set_cookie(
         COOKIE_NAME,
         cookie_value(settings.CROWS_OWNER_TOKEN),

@@ -91,10 +91,10 @@ def _read_after(column: str, key: str, after: int, limit: int) -> list[tuple[int
     was most of a replay's time. On SQLite the text is byte-identical to a live frame's
     (CompactJSONEncoder); PostgreSQL's jsonb gives the same JSON with its own spacing."""
     try:
-        rows = Event.objects.filter(id__gt=after).order_by("id")
+        events = Event.objects.filter(id__gt=after).order_by("id")
         if column:
-            rows = rows.filter(**{column: key})
-        rows = rows.annotate(data=Cast("payload", TextField())).values_list("id", "name", "data")[:limit]
+            events = events.filter(**{column: key})
+        rows = events.annotate(data=Cast("payload", TextField())).values_list("id", "name", "data")[:limit]
         return [(i, f"id: {i}\nevent: {n}\ndata: {d}\n\n".encode()) for i, n, d in rows]
     finally:
         close_old_connections()
@@ -168,10 +168,12 @@ class EventStreamConsumer(AsyncHttpConsumer):
         raise StopConsumer()
 
     async def _close(self) -> None:
-        if getattr(self, "task", None) is not None and not self.task.done():
-            self.task.cancel()
-        if getattr(self, "sub", None) is not None:
-            hub.unsubscribe(self.sub)
+        task: asyncio.Task[None] | None = getattr(self, "task", None)
+        if task is not None and not task.done():
+            task.cancel()
+        sub: Subscriber | None = getattr(self, "sub", None)
+        if sub is not None:
+            hub.unsubscribe(sub)
             self.sub = None
         if getattr(self, "peak_buffer", 0) > TRIM_AFTER_BYTES:
             self.peak_buffer = 0
