@@ -10,14 +10,30 @@ the action still gives its own precise message when they are broken."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from ninja import Schema
-from pydantic import Field, WrapValidator, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, StrictInt, WrapValidator, model_validator
 from pydantic_core import PydanticCustomError, PydanticUndefined, ValidationError
 
 # The error type whose message reaches the client as it is (crows_site/api.py).
 API_ERROR = "crows"
+
+# No string anywhere in a body may hold NUL (crows_site/parser.py refuses it); this pattern
+# says so for a field that must also hold something besides spaces.
+TEXT_PATTERN = r"^[^\u0000]*[^\u0000\s][^\u0000]*$"
+NO_NUL_PATTERN = r"^[^\u0000]*$"
+
+
+def _whole(value: Any) -> Any:
+    # JSON Schema counts 3.0 as an integer, and some clients write whole numbers so.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# An integer in JSON's sense: 3 or 3.0, never "3" nor true.
+WholeNumber = Annotated[StrictInt, BeforeValidator(_whole)]
 
 
 def says(wrong: str) -> WrapValidator:
@@ -49,7 +65,10 @@ def rule(description: str = "", *, default: Any = PydanticUndefined, **json_sche
 
 class StrictIn(Schema):
     """A request body. Fields named in REQUIRED must be present and not null; each is
-    refused with its own words."""
+    refused with its own words. Unknown fields are ignored, and the document says they
+    are not part of the contract (additionalProperties: false)."""
+
+    model_config = ConfigDict(json_schema_extra={"additionalProperties": False})
 
     REQUIRED: ClassVar[dict[str, str]] = {}
 

@@ -5,7 +5,7 @@ from typing import Annotated, ClassVar
 from ninja import Schema
 from pydantic import StrictStr
 
-from flock.schemas import StrictIn, rule, says
+from flock.schemas import NO_NUL_PATTERN, TEXT_PATTERN, StrictIn, rule, says
 from nests.actions.lists.intake import ITEM_MAX_CHARS, ITEMS_MAX, REQUESTER_MAX_CHARS
 
 
@@ -19,13 +19,13 @@ class ListIn(StrictIn):
         f"items of at most {ITEM_MAX_CHARS} characters",
         minLength=1,
         maxLength=ITEMS_MAX * (ITEM_MAX_CHARS + 1),
-        pattern=r"\S",
+        pattern=TEXT_PATTERN,
     )
     requester: Annotated[StrictStr, says("requester must be a string, got {got}")] = rule(
-        "who asks (a self-asserted label)", minLength=1, maxLength=REQUESTER_MAX_CHARS, pattern=r"\S"
+        "who asks (a self-asserted label)", minLength=1, maxLength=REQUESTER_MAX_CHARS, pattern=TEXT_PATTERN
     )
     nest_id: Annotated[StrictStr | None, says("nest_id must be a string, got {got}")] = rule(
-        "the nest the list belongs to; todo when absent", default=None
+        "the nest the list belongs to; todo when absent", default=None, pattern=NO_NUL_PATTERN
     )
 
 

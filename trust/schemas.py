@@ -7,7 +7,7 @@ from typing import Annotated, ClassVar, Literal
 from ninja import Schema
 from pydantic import StrictBool, StrictStr
 
-from flock.schemas import StrictIn, rule, says
+from flock.schemas import TEXT_PATTERN, StrictIn, rule, says
 
 
 class VerdictIn(StrictIn):
@@ -18,7 +18,7 @@ class VerdictIn(StrictIn):
         "approve": "approve is required: true or false",
     }
     item_id: Annotated[StrictStr, says("item_id must be a non-empty string")] = rule(
-        "the item waiting for the owner", minLength=1, pattern=r"\S"
+        "the item waiting for the owner", minLength=1, pattern=TEXT_PATTERN
     )
     target: Annotated[Literal["triage", "output"], says("target must be triage or output, got {value}")]
     approve: Annotated[StrictBool, says("approve must be true or false, got {got}")]

@@ -12,6 +12,7 @@ from flock.schemas import errors
 from nests import actions, queries
 from nests.actions.chat.budgets import budget_view, top_up_budget
 from nests.actions.messages import open_room
+from nests.schemas import PageBefore, PageLimit
 from nests.schemas import BudgetIn, BudgetOut, MessageIn, MessageOut, MessagesPageOut, NestDetailOut
 
 router = Router(tags=["nests"])
@@ -24,7 +25,10 @@ def nest_detail(request: HttpRequest, nest_id: str) -> dict[str, Any]:
 
 @router.get("/nests/{nest_id}/messages", response={200: MessagesPageOut, **errors(404)})
 def list_messages(
-    request: HttpRequest, nest_id: str, before: str | None = None, limit: str | None = None
+    request: HttpRequest,
+    nest_id: str,
+    before: PageBefore = None,
+    limit: PageLimit = None,
 ) -> dict[str, Any]:
     nest = open_room(nest_id)
     cursor, size = queries.parse_page(nest, before=before, limit=limit)
