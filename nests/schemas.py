@@ -14,7 +14,6 @@ from nests.actions.messages import CROW_KINDS, TEXT_MAX
 from nests.actions.rooms import MAX_CORE, MIN_CORE, NAME_MAX
 from nests.queries import PAGE_MAX
 
-
 # The messages page's query: read as text and judged by queries.parse_page, which names
 # the problem; the document states the rule.
 PageBefore = Annotated[

@@ -6,8 +6,8 @@ from django.http import HttpRequest
 from ninja import Router, Status
 
 from flock import queries as flock_queries
-from trust import actions, queries
 from flock.schemas import errors
+from trust import actions, queries
 from trust.schemas import TrustLedgerOut, VerdictIn
 
 router = Router(tags=["trust"])

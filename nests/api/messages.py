@@ -12,8 +12,16 @@ from flock.schemas import errors
 from nests import actions, queries
 from nests.actions.chat.budgets import budget_view, top_up_budget
 from nests.actions.messages import open_room
-from nests.schemas import PageBefore, PageLimit
-from nests.schemas import BudgetIn, BudgetOut, MessageIn, MessageOut, MessagesPageOut, NestDetailOut
+from nests.schemas import (
+    BudgetIn,
+    BudgetOut,
+    MessageIn,
+    MessageOut,
+    MessagesPageOut,
+    NestDetailOut,
+    PageBefore,
+    PageLimit,
+)
 
 router = Router(tags=["nests"])
 

@@ -34,7 +34,7 @@ def main() -> None:
                 break
             except httpx.HTTPError:
                 if time.monotonic() > deadline or proc.poll() is not None:
-                    raise SystemExit("daphne did not start in the namespace")
+                    raise SystemExit("daphne did not start in the namespace") from None
                 time.sleep(0.2)
         auth = {"Authorization": f"Bearer {token}"} if token else {}
         for name, address in (("loopback", "127.0.0.1"), ("second", SECOND)):

@@ -134,6 +134,14 @@ def test_with_a_token_pages_redirect_to_login_and_the_login_cookie_opens_everyth
     assert "s3cret-token" not in cookie.value
     assert browser.get("/trust").status_code == 200
     assert browser.get("/api/state").status_code == 200
+    assert browser.get("/api/docs").status_code == 200
+
+
+@override_settings(CROWS_OWNER_TOKEN="s3cret-token")
+def test_with_a_token_the_api_docs_page_redirects_to_login(client):
+    page = client.get("/api/docs")
+    assert page.status_code == 302 and page["Location"] == "/login?next=/api/docs"
+    assert client.get("/api/openapi.json").status_code == 401
 
 
 @override_settings(CROWS_OWNER_TOKEN="s3cret-token")
