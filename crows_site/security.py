@@ -7,7 +7,8 @@ test client, meets the same rules). Under daphne a Django request passes both; t
 is a few dictionary look-ups.
 
 In order, a request is refused when:
-1. it arrived on a non-loopback address while no CROWS_OWNER_TOKEN is set (403);
+1. it arrived on a non-loopback address, or through a reverse proxy (a Forwarded,
+   X-Forwarded-For or X-Real-IP header), while no CROWS_OWNER_TOKEN is set (403);
 2. its Host is not in ALLOWED_HOSTS (400): DNS rebinding;
 3. for /api/: its Origin is not this server's own nor in CROWS_ALLOWED_ORIGINS, or it says
    `Sec-Fetch-Site: cross-site` without such an Origin (403): cross-site requests;
@@ -76,6 +77,12 @@ def _is_loopback(address: str | None) -> bool:
     return ip.is_loopback
 
 
+def _proxied(headers: dict[str, str]) -> bool:
+    # A reverse proxy on this machine reaches the server over loopback, but it serves
+    # whoever reaches the proxy: a forwarded request counts as a non-loopback one.
+    return any(name in headers for name in ("forwarded", "x-forwarded-for", "x-real-ip"))
+
+
 def _cookie(header: str, name: str) -> str:
     for part in header.split(";"):
         key, _, value = part.strip().partition("=")
@@ -113,7 +120,7 @@ def decide(
     """None when the request may go on; otherwise what to answer. `headers` has
     lower-case names."""
     is_api = path.startswith("/api/") or path == "/api"
-    if not settings.CROWS_OWNER_TOKEN and not _is_loopback(server_address):
+    if not settings.CROWS_OWNER_TOKEN and (not _is_loopback(server_address) or _proxied(headers)):
         return Refusal(403, NEEDS_TOKEN)
 
     host = headers.get("host", "")

@@ -156,3 +156,13 @@ def test_without_a_token_login_says_none_is_needed(client):
     response = client.get("/login")
     assert response.status_code == 200
     assert b"no owner token" in response.content
+
+
+@pytest.mark.parametrize("header", ["HTTP_X_FORWARDED_FOR", "HTTP_FORWARDED", "HTTP_X_REAL_IP"])
+def test_a_request_through_a_reverse_proxy_needs_a_token(client, header):
+    response = client.get("/api/state", **{header: "203.0.113.7"})
+    assert response.status_code == 403
+    assert "CROWS_OWNER_TOKEN" in message(response)
+    with override_settings(CROWS_OWNER_TOKEN="proxy-token"):
+        ok = client.get("/api/state", HTTP_AUTHORIZATION="Bearer proxy-token", **{header: "203.0.113.7"})
+        assert ok.status_code == 200
