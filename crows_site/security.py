@@ -100,7 +100,11 @@ def _host_allowed(host: str) -> bool:
 
 
 def own_origins(scheme: str, host: str) -> set[str]:
-    return {f"{scheme}://{host}".lower(), *settings.CROWS_ALLOWED_ORIGINS}
+    own = f"{scheme}://{host}".lower()
+    # A browser leaves the default port out of Origin; some clients keep it in Host.
+    default = {"http": ":80", "https": ":443"}.get(scheme, "")
+    bare = own.removesuffix(default) if default else own
+    return {own, bare, *settings.CROWS_ALLOWED_ORIGINS}
 
 
 def is_authenticated(headers: dict[str, str]) -> bool:

@@ -166,3 +166,11 @@ def test_a_request_through_a_reverse_proxy_needs_a_token(client, header):
     with override_settings(CROWS_OWNER_TOKEN="proxy-token"):
         ok = client.get("/api/state", HTTP_AUTHORIZATION="Bearer proxy-token", **{header: "203.0.113.7"})
         assert ok.status_code == 200
+
+
+def test_an_origin_without_the_default_port_is_the_servers_own(client):
+    response = client.post(
+        "/api/nests", data=NEST, content_type="application/json",
+        HTTP_HOST="localhost:80", HTTP_ORIGIN="http://localhost",
+    )
+    assert response.status_code == 201, response.content
