@@ -4,23 +4,93 @@ every error body is {"message": ...} with the status the contract names."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.openapi.schema import OpenAPISchema
 
 from crows_site.parser import StrictJsonParser
 from flock.errors import CrowsError
+from flock.schemas import API_ERROR
 
 log = logging.getLogger("crows.api")
 
-api = NinjaAPI(title="so-many-crows", version="1", urls_namespace="api", parser=StrictJsonParser())
+def _error(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
+    }
+
+
+# GET /api/events is served by the SSE consumer (flock/stream/consumer.py), not by ninja,
+# so its description is added to the document by hand (docs/API.md, "The event stream").
+EVENTS_OPERATION: dict[str, Any] = {
+    "get": {
+        "operationId": "event_stream",
+        "summary": "The event stream (Server-Sent Events)",
+        "description": (
+            "Replays stored events after the cursor, then follows live events, with no gap and "
+            "no duplicate. Each frame is `id: <event id>`, `event: <name>`, `data: <JSON payload>`; "
+            "the first chunk is `retry: 2000` and the comment `: connected`; a `: ping` comment "
+            "comes every CROWS_HEARTBEAT_S. Without list_id or nest_id this is the firehose of "
+            "every event, starting live unless a cursor is given. A client more than "
+            "CROWS_STREAM_MAX_BUFFER_KB behind is disconnected and resumes with Last-Event-ID. "
+            "Event names are listed in GET /api/state `capabilities`; payloads in docs/API.md."
+        ),
+        "tags": ["stream"],
+        "parameters": [
+            {"name": "since", "in": "query", "required": False, "description": "replay events after this id",
+             "schema": {"type": "integer", "minimum": 0}},
+            {"name": "list_id", "in": "query", "required": False, "description": "one list's events",
+             "schema": {"type": "string", "minLength": 1}},
+            {"name": "nest_id", "in": "query", "required": False, "description": "one nest's messages",
+             "schema": {"type": "string", "minLength": 1}},
+            {"name": "Last-Event-ID", "in": "header", "required": False,
+             "description": "the cursor a reconnecting EventSource sends; wins over since",
+             "schema": {"type": "integer", "minimum": 0}},
+        ],
+        "responses": {
+            "200": {
+                "description": "an endless text/event-stream",
+                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            },
+            "400": _error("a bad cursor, an empty key, two keys at once, or a Host not in ALLOWED_HOSTS"),
+            "401": _error("CROWS_OWNER_TOKEN is set and neither the bearer token nor the login cookie came"),
+            "403": _error("a foreign Origin, or a non-loopback request while no owner token is set"),
+            "404": _error("no such list or nest"),
+            "405": _error("anything but GET"),
+        },
+    }
+}
+
+
+class CrowsAPI(NinjaAPI):
+    def get_openapi_schema(
+        self, *, path_prefix: str | None = None, path_params: dict[str, Any] | None = None
+    ) -> OpenAPISchema:
+        schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        schema["paths"]["/api/events"] = EVENTS_OPERATION
+        schema.setdefault("components", {}).setdefault("securitySchemes", {})["owner_token"] = {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "CROWS_OWNER_TOKEN, needed only when it is set (docs/SECURITY.md)",
+        }
+        return schema
+
+
+api = CrowsAPI(title="so-many-crows", version="1", urls_namespace="api", parser=StrictJsonParser())
 
 
 def _describe(errors: list[dict]) -> str:
     parts = []
     for error in errors[:5]:
+        if error.get("type") == API_ERROR:
+            # A schema's own words (flock/schemas.py): they name the field already.
+            parts.append(error.get("msg", "is invalid"))
+            continue
         where = ".".join(str(p) for p in error.get("loc", []) if p not in ("body", "payload", "query", "path"))
         what = error.get("msg", "is invalid")
         if error.get("type") == "missing":
@@ -49,6 +119,10 @@ def on_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
 
 @api.exception_handler(HttpError)
 def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    # ninja wraps whatever the body parser raised in a generic 400; the parser's own
+    # refusal (a NUL, a lone surrogate) names the problem, so it is the one sent.
+    if isinstance(exc.__cause__, CrowsError):
+        return on_crows_error(request, exc.__cause__)
     message = str(exc) or "the request could not be handled"
     if exc.status_code == 400 and "parse" in message.lower():
         message = "the body is not valid JSON"

@@ -18,15 +18,21 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.urls import path, re_path  # noqa: E402
 
+from crows_site.security import OwnerGate  # noqa: E402
 from flock.stream.consumer import EventStreamConsumer  # noqa: E402
 
+# OwnerGate sees every request first, the stream included: Host, Origin, token and
+# Content-Type checks (docs/SECURITY.md).
 application = ProtocolTypeRouter(
     {
-        "http": URLRouter(
-            [
-                path("api/events", EventStreamConsumer.as_asgi()),
-                re_path(r"", django_asgi_app),
-            ]
+        "http": OwnerGate(
+            URLRouter(
+                [
+                    path("api/events", EventStreamConsumer.as_asgi()),
+                    # channels routes to any ASGI app; the stubs know only Django views.
+                    re_path(r"", django_asgi_app),  # type: ignore[arg-type]
+                ]
+            )
         ),
     }
 )

@@ -73,3 +73,22 @@ def _check_range(name: str, number: float, minimum: float | None, maximum: float
         raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {number}")
     if maximum is not None and number > maximum:
         raise ImproperlyConfigured(f"{name} must be at most {maximum}, got {number}")
+
+
+def env_origins(name: str) -> list[str]:
+    """A comma-separated list of web origins (`scheme://host[:port]`), lower-cased."""
+    value = _raw(name)
+    if value is None:
+        return []
+    origins = []
+    for item in value.split(","):
+        origin = item.strip().rstrip("/").lower()
+        if not origin:
+            continue
+        scheme, sep, rest = origin.partition("://")
+        if scheme not in ("http", "https") or not sep or not rest or "/" in rest:
+            raise ImproperlyConfigured(
+                f"{name} must list origins such as https://crows.example:8443, got {item.strip()!r}"
+            )
+        origins.append(origin)
+    return origins

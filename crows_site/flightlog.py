@@ -9,6 +9,7 @@ from django.http import HttpRequest
 from ninja import Router
 
 from flock import queries as flock_queries
+from flock.schemas import FlightlogOut, errors
 
 router = Router(tags=["flock"])
 
@@ -21,7 +22,7 @@ def _owner_output_verdicts() -> dict[str, bool]:
     return owner_output_verdicts()
 
 
-@router.get("/flightlog")
+@router.get("/flightlog", response={200: FlightlogOut, **errors()})
 def flightlog(request: HttpRequest) -> dict[str, Any]:
     rows = flock_queries.flightlog_summary(approvals=_owner_output_verdicts())
     return {"by_model_and_task_type": rows}

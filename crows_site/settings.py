@@ -4,19 +4,21 @@ give a complete offline flock (SQLite, in-process channel layer, the mock brain)
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from crows_site.env import env_bool, env_float, env_int, env_str
+from crows_site.env import env_bool, env_float, env_int, env_origins, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 CROWS_DATA_DIR = Path(env_str("CROWS_DATA_DIR", str(BASE_DIR / ".data")))
 
-# There is no login yet and requester names are self-asserted, so the secret only signs
-# Django's own cookies; a fixed development value is acceptable on loopback.
+# The secret signs Django's own cookies (CSRF) and keys the owner's login cookie
+# (crows_site/security.py); a fixed development value is acceptable on loopback, where
+# no token is needed. Set it together with CROWS_OWNER_TOKEN beyond loopback.
 SECRET_KEY = env_str("SECRET_KEY", "so-many-crows-local-only-not-a-secret")
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",") if h]
@@ -30,6 +32,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    # Only for its static files: /api/docs serves Swagger UI from here, never from a CDN.
+    "ninja",
     "django_tasks_db",
     "flock.apps.FlockConfig",
     "trust.apps.TrustConfig",
@@ -38,6 +42,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "crows_site.middleware.ApiErrorsAsJson",
+    "crows_site.security.OwnerGateMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -66,14 +71,14 @@ TEMPLATES = [
 ]
 
 
-def _database() -> dict:
+def _database() -> dict[str, Any]:
     url = env_str("DATABASE_URL", "")
     if not url:
         CROWS_DATA_DIR.mkdir(parents=True, exist_ok=True)
         url = f"sqlite:///{CROWS_DATA_DIR / 'crows.sqlite3'}"
     scheme = urlparse(url).scheme
     try:
-        config = dj_database_url.parse(url)
+        config: dict[str, Any] = dict(dj_database_url.parse(url))
     except Exception as exc:  # dj_database_url raises a bare ValueError/KeyError on junk
         raise ImproperlyConfigured(f"DATABASE_URL could not be read: {exc}") from None
     engine = config.get("ENGINE", "")
@@ -130,6 +135,15 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = CROWS_DATA_DIR / "staticfiles"
 
+# Who may act as the owner (docs/SECURITY.md). Without a token only loopback is served.
+CROWS_OWNER_TOKEN = env_str("CROWS_OWNER_TOKEN", "")
+CROWS_ALLOWED_ORIGINS = env_origins("CROWS_ALLOWED_ORIGINS")
+CSRF_TRUSTED_ORIGINS = list(CROWS_ALLOWED_ORIGINS)
+CSRF_COOKIE_SAMESITE = "Strict"
+CSRF_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+
 # Bodies larger than this get a 413 from the API before any parsing.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("CROWS_MAX_BODY_BYTES", 256 * 1024, minimum=1024)
 
@@ -174,6 +188,10 @@ CROWS_WORKER_POLL_S = env_float("CROWS_WORKER_POLL_S", 0.5, minimum=0.01)
 # How often a process with open streams looks for events written by another process
 # (a management command, a db_worker) when no cross-process channel layer told it.
 CROWS_STREAM_POLL_S = env_float("CROWS_STREAM_POLL_S", 1.0, minimum=0.05)
+
+# A stream client whose unsent data passes this many KiB is closed; it reconnects with
+# Last-Event-ID and loses nothing (docs/STREAM.md).
+CROWS_STREAM_MAX_BUFFER_KB = env_int("CROWS_STREAM_MAX_BUFFER_KB", 1024, minimum=16, maximum=1024 * 1024)
 
 # Jev's trained models are cached here, keyed by their data; several servers may share it.
 CROWS_JEV_CACHE_DIR = env_str("CROWS_JEV_CACHE_DIR", str(CROWS_DATA_DIR / "jev"))

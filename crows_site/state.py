@@ -8,11 +8,13 @@ from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Router, Schema
+from pydantic import ConfigDict
 
 from flock import queries as flock_queries
 from flock.events import EVENT_NAMES
 from flock.models import Event
+from flock.schemas import errors
 from flock.stream.hub import hub
 
 router = Router(tags=["state"])
@@ -27,7 +29,49 @@ def register_snapshot_part(name: str, read: Callable[[], Any]) -> None:
     SNAPSHOT_PARTS[name] = read
 
 
-@router.get("/state")
+# The shapes of the parts the apps register (nests: open_lists, trust: pending_approvals).
+# They are described here, not imported: the apps import this module while they load.
+class OpenListOut(Schema):
+    list_id: str
+    requester: str
+    nest_id: str
+    items: int
+    items_ended: int
+    tokens_used: int
+    token_budget: int
+    started_at: str
+
+
+class PendingApprovalOut(Schema):
+    item_id: str
+    target: str
+    list_id: str
+    task_type: str
+    holders: list[str]
+    deadline: str
+
+
+class FlockMemberOut(Schema):
+    name: str
+    epithet: str
+    role: str
+    status: str
+
+
+class StateOut(Schema):
+    # Apps may add parts (register_snapshot_part); they pass through as they are.
+    model_config = ConfigDict(extra="allow")
+
+    protocol: str
+    capabilities: list[str]
+    last_event_id: int
+    streams_open: int
+    flock: list[FlockMemberOut]
+    open_lists: list[OpenListOut] = []
+    pending_approvals: list[PendingApprovalOut] = []
+
+
+@router.get("/state", response={200: StateOut, **errors()})
 def state(request: HttpRequest) -> dict[str, Any]:
     last = Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
     snapshot: dict[str, Any] = {

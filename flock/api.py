@@ -4,12 +4,12 @@ from django.http import HttpRequest
 from ninja import Router
 
 from flock import queries
-from flock.schemas import CrowOut
+from flock.schemas import CrowOut, errors
 
 router = Router(tags=["flock"])
 
 
-@router.get("/crows", response=list[CrowOut])
+@router.get("/crows", response={200: list[CrowOut], **errors()})
 def list_crows(request: HttpRequest) -> list[CrowOut]:
     return [
         CrowOut(

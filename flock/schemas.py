@@ -1,6 +1,101 @@
+"""The flock's API schemas, and the pieces every app's schemas share (docs/API.md).
+
+Request schemas are strict: a JSON string is never read as a number, nor a number as a
+boolean. A field of the wrong JSON type is refused in the action's own words (`says`),
+and a missing required field with the words of its schema's REQUIRED, so the typed
+schemas keep every message the API has always given. Rules a schema states but the action
+judges (lengths, patterns, ranges) are written into the OpenAPI document with `rule()`:
+the action still gives its own precise message when they are broken."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Annotated, Any, ClassVar
+
 from ninja import Schema
+from pydantic import BeforeValidator, ConfigDict, Field, StrictInt, WrapValidator, model_validator
+from pydantic_core import PydanticCustomError, PydanticUndefined, ValidationError
+
+# The error type whose message reaches the client as it is (crows_site/api.py).
+API_ERROR = "crows"
+
+# No string anywhere in a body may hold NUL (crows_site/parser.py refuses it); this pattern
+# says so for a field that must also hold something besides spaces.
+TEXT_PATTERN = r"^[^\u0000]*[^\u0000\s][^\u0000]*$"
+NO_NUL_PATTERN = r"^[^\u0000]*$"
+
+
+def _whole(value: Any) -> Any:
+    # JSON Schema counts 3.0 as an integer, and some clients write whole numbers so.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# An integer in JSON's sense: 3 or 3.0, never "3" nor true.
+WholeNumber = Annotated[StrictInt, BeforeValidator(_whole)]
+
+
+def says(wrong: str) -> WrapValidator:
+    """Refuse a value of the wrong type with `wrong`; `{got}` is the JSON type given,
+    `{value}` the value itself (cut to 40 characters)."""
+
+    def check(value: Any, handler: Callable[[Any], Any]) -> Any:
+        try:
+            return handler(value)
+        except ValidationError:
+            message = wrong.replace("{got}", _json_type(value)).replace("{value}", repr(str(value)[:40]))
+            raise PydanticCustomError(API_ERROR, message) from None
+
+    return WrapValidator(check)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    return type(value).__name__
+
+
+def rule(description: str = "", *, default: Any = PydanticUndefined, **json_schema: Any) -> Any:
+    """A field's documented constraints (OpenAPI), judged by the action, not by pydantic."""
+    return Field(default, description=description or None, json_schema_extra=json_schema or None)
+
+
+class StrictIn(Schema):
+    """A request body. Fields named in REQUIRED must be present and not null; each is
+    refused with its own words. Unknown fields are ignored, and the document says they
+    are not part of the contract (additionalProperties: false)."""
+
+    model_config = ConfigDict(json_schema_extra={"additionalProperties": False})
+
+    REQUIRED: ClassVar[dict[str, str]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _required(cls, data: Any) -> Any:
+        # ninja's Schema hands validators its DjangoGetter around the parsed body.
+        raw = getattr(data, "_obj", data)
+        if isinstance(raw, dict):
+            for field, message in cls.REQUIRED.items():
+                if raw.get(field) is None:
+                    raise PydanticCustomError(API_ERROR, message)
+        elif isinstance(raw, (list, str, int, float, bool)) or raw is None:
+            raise PydanticCustomError(API_ERROR, "the body must be a JSON object")
+        return data
+
+
+class ErrorOut(Schema):
+    """Every error: a sentence naming the problem."""
+
+    message: str
+
+
+class RateLimitedOut(ErrorOut):
+    """429: the requester is pranked; try again after `cooldown_s` seconds."""
+
+    cooldown_s: int
 
 
 class CrowOut(Schema):
@@ -12,3 +107,32 @@ class CrowOut(Schema):
     status: str
     model: str
     task_types: list[str]
+
+
+class FlightlogRowOut(Schema):
+    provider: str
+    model: str
+    task_type: str
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+    failure_rate: float
+    owner_verdicts: int
+    approval_rate: float | None
+
+
+class FlightlogOut(Schema):
+    by_model_and_task_type: list[FlightlogRowOut]
+
+
+def errors(*statuses: int, write: bool = False) -> dict[int, type[Schema]]:
+    """The error answers of an endpoint, for its `response=`: the ones it names, plus the
+    ones every /api/ request can get from the owner gate (docs/SECURITY.md): 400 (Host),
+    401 (owner token), 403 (foreign Origin, non-loopback without a token), and for a write
+    413 (body too large) and 415 (not JSON)."""
+    codes = {400, 401, 403, *statuses}
+    if write:
+        codes |= {413, 415}
+    return {code: (RateLimitedOut if code == 429 else ErrorOut) for code in sorted(codes)}

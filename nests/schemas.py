@@ -1,13 +1,48 @@
+"""The nests router's schemas (docs/API.md). Request schemas are strict, refusing a wrong
+type in the action's words (flock/schemas.py)."""
+
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, ClassVar
 
 from ninja import Schema
+from pydantic import StrictStr, WithJsonSchema
+
+from flock.schemas import NO_NUL_PATTERN, TEXT_PATTERN, StrictIn, WholeNumber, rule, says
+from nests.actions.chat.budgets import TOP_UP_EXCHANGES_MAX, TOP_UP_TOKENS_MAX
+from nests.actions.messages import CROW_KINDS, TEXT_MAX
+from nests.actions.rooms import MAX_CORE, MIN_CORE, NAME_MAX
+from nests.queries import PAGE_MAX
+
+# The messages page's query: read as text and judged by queries.parse_page, which names
+# the problem; the document states the rule.
+PageBefore = Annotated[
+    str | None,
+    WithJsonSchema({
+        "type": "string", "pattern": r"^([a-z0-9-]+-)?[1-9][0-9]{0,8}$",
+        "description": "a message number or msg_id of this nest: the page ends just before it",
+    }),
+]
+PageLimit = Annotated[
+    str | None,
+    WithJsonSchema({
+        "type": "integer", "minimum": 1, "maximum": PAGE_MAX, "description": "messages per page (default 50)",
+    }),
+]
 
 
-class NestIn(Schema):
-    name: Any = None
-    crows: Any = None
+class NestIn(StrictIn):
+    REQUIRED: ClassVar[dict[str, str]] = {
+        "name": "name must be a string",
+        "crows": "crows must be a list of crow names",
+    }
+    name: Annotated[StrictStr, says("name must be a string")] = rule(
+        "the nest's name; its id is the name slugified", minLength=1, maxLength=NAME_MAX, pattern=r"^[^\u0000]*[A-Za-z0-9][^\u0000]*$"
+    )
+    crows: Annotated[list[StrictStr], says("crows must be a list of crow names")] = rule(
+        "the core crows, names from the roster", minItems=MIN_CORE, maxItems=MAX_CORE, uniqueItems=True,
+        items={"type": "string", "pattern": NO_NUL_PATTERN}
+    )
 
 
 class NestOut(Schema):
@@ -21,14 +56,26 @@ class NestsOut(Schema):
     nests: list[NestOut]
 
 
-class MessageIn(Schema):
-    # Loose types on purpose: the action names the exact problem in a 400 {"message"},
-    # instead of a generic schema error.
-    author: Any = None
-    text: Any = None
-    to: Any = None
-    kind: Any = None
-    refers_to: Any = None
+class MessageIn(StrictIn):
+    REQUIRED: ClassVar[dict[str, str]] = {
+        "author": "author is required and must be a string",
+        "text": "text is required and must be a string",
+    }
+    author: Annotated[StrictStr, says("author is required and must be a string")] = rule(
+        "owner, or a member crow of the nest", minLength=1, pattern=TEXT_PATTERN, examples=["owner"]
+    )
+    text: Annotated[StrictStr, says("text is required and must be a string")] = rule(
+        f"1–{TEXT_MAX} characters after trimming", minLength=1, maxLength=TEXT_MAX, pattern=TEXT_PATTERN
+    )
+    to: Annotated[StrictStr | None, says("to must be a string")] = rule(
+        "owner or a member of the nest", default=None, pattern=NO_NUL_PATTERN
+    )
+    kind: Annotated[StrictStr | None, says("kind must be a string")] = rule(
+        "the poster's own word on what it says; tagged by Jev when absent", default=None, enum=[*CROW_KINDS, None]
+    )
+    refers_to: Annotated[StrictStr | None, says("refers_to must be a string")] = rule(
+        "the msg_id of an earlier message of this nest", default=None, pattern=NO_NUL_PATTERN
+    )
 
 
 class MessageOut(Schema):
@@ -49,10 +96,13 @@ class MessagesPageOut(Schema):
     before: str | None
 
 
-class BudgetIn(Schema):
-    # Loose types: the action names the problem (a 400 {"message"}) itself.
-    exchanges: Any = None
-    tokens: Any = None
+class BudgetIn(StrictIn):
+    exchanges: Annotated[WholeNumber | None, says("exchanges must be a whole number")] = rule(
+        "crow exchanges to add to this turn", default=None, minimum=1, maximum=TOP_UP_EXCHANGES_MAX
+    )
+    tokens: Annotated[WholeNumber | None, says("tokens must be a whole number")] = rule(
+        "tokens to add to today", default=None, minimum=1, maximum=TOP_UP_TOKENS_MAX
+    )
 
 
 class BudgetOut(Schema):

@@ -1,15 +1,32 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, ClassVar
 
 from ninja import Schema
+from pydantic import StrictStr
+
+from flock.schemas import NO_NUL_PATTERN, TEXT_PATTERN, StrictIn, rule, says
+from nests.actions.lists.intake import ITEM_MAX_CHARS, ITEMS_MAX, REQUESTER_MAX_CHARS
 
 
-class ListIn(Schema):
-    # Loose types on purpose: the action names the exact problem in a 400 {"message"}.
-    text: Any = None
-    requester: Any = None
-    nest_id: Any = None
+class ListIn(StrictIn):
+    REQUIRED: ClassVar[dict[str, str]] = {
+        "text": "text is required: the todo list, one item per line",
+        "requester": "requester is required",
+    }
+    text: Annotated[StrictStr, says("text must be a string, got {got}")] = rule(
+        "the todo list, one item per line (bullets and checkboxes are taken off); at most 20 "
+        f"items of at most {ITEM_MAX_CHARS} characters",
+        minLength=1,
+        maxLength=ITEMS_MAX * (ITEM_MAX_CHARS + 1),
+        pattern=TEXT_PATTERN,
+    )
+    requester: Annotated[StrictStr, says("requester must be a string, got {got}")] = rule(
+        "who asks (a self-asserted label)", minLength=1, maxLength=REQUESTER_MAX_CHARS, pattern=TEXT_PATTERN
+    )
+    nest_id: Annotated[StrictStr | None, says("nest_id must be a string, got {got}")] = rule(
+        "the nest the list belongs to; todo when absent", default=None, pattern=NO_NUL_PATTERN
+    )
 
 
 class ListCreatedOut(Schema):

@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
 # Sets everything up and runs the server on http://127.0.0.1:8000 with the offline mock brain.
+# HOST beyond loopback (0.0.0.0, a LAN address) needs CROWS_OWNER_TOKEN: docs/SECURITY.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-.venv/bin/python manage.py migrate --noinput
 PORT="${PORT:-8000}"
 HOST="${HOST:-127.0.0.1}"
+case "$HOST" in
+  127.*|localhost|::1|"[::1]") ;;
+  *)
+    if [ -z "${CROWS_OWNER_TOKEN:-}" ]; then
+      echo "run.sh: HOST=$HOST serves the flock beyond loopback, so anyone who reaches it would act as the owner." >&2
+      echo "run.sh: set CROWS_OWNER_TOKEN (a long random secret) and ALLOWED_HOSTS first; see docs/SECURITY.md." >&2
+      exit 2
+    fi
+    ;;
+esac
+bash scripts/setup.sh
+.venv/bin/python manage.py migrate --noinput
 echo
 echo "  so-many-crows is flying at http://${HOST}:${PORT}/   (brain: ${CROWS_BRAIN:-mock}; Ctrl+C stops)"
 echo

@@ -8,6 +8,9 @@ bash scripts/setup.sh
 export CROWS_TEST_RUN=1
 
 status=0
+# Types first (django-stubs; the configuration is in pyproject.toml): quick, and a type
+# error fails the run like a failing test.
+.venv/bin/python -m mypy || status=$?
 .venv/bin/python -m pytest tests --ignore=tests/browser -p no:cacheprovider "$@" || status=$?
 
 if [ -d tests/browser ] && ls tests/browser/test_*.py >/dev/null 2>&1; then

@@ -9,29 +9,30 @@ from ninja import Router, Status
 
 from flock import queries as flock_queries
 from flock.errors import NotFound
+from flock.schemas import errors
 from trust import actions, queries
-from trust.schemas import DecisionAnswerIn, DecisionOut, VerdictIn
+from trust.schemas import DecisionAnswerIn, DecisionOut, TrustLedgerOut, VerdictIn
 
 router = Router(tags=["trust"])
 
 
-@router.get("/trust")
-def trust_ledger(request: HttpRequest) -> dict[str, Any]:
+@router.get("/trust", response={200: TrustLedgerOut, **errors()})
+def trust_ledger(request: HttpRequest) -> dict[str, object]:
     return queries.trust_ledger(c.name for c in flock_queries.living_crows())
 
 
-@router.post("/verdicts", response={204: None})
+@router.post("/verdicts", response={204: None, **errors(404, write=True)})
 def post_verdict(request: HttpRequest, payload: VerdictIn) -> Status[None]:
     actions.record_owner_verdict(payload.item_id, target=payload.target, approve=payload.approve)
     return Status(204, None)
 
 
-@router.get("/decisions", response=list[DecisionOut])
+@router.get("/decisions", response={200: list[DecisionOut], **errors()})
 def list_decisions(request: HttpRequest, status: Literal["open", "closed"] | None = None) -> list[dict[str, Any]]:
     return queries.decisions(status)
 
 
-@router.get("/decisions/{decision_id}", response=DecisionOut)
+@router.get("/decisions/{decision_id}", response={200: DecisionOut, **errors(404)})
 def get_decision(request: HttpRequest, decision_id: str) -> dict[str, Any]:
     decision = queries.decision_named(decision_id)
     if decision is None:
@@ -39,7 +40,7 @@ def get_decision(request: HttpRequest, decision_id: str) -> dict[str, Any]:
     return queries.decision_record(decision)
 
 
-@router.post("/decisions/{decision_id}", response=DecisionOut)
+@router.post("/decisions/{decision_id}", response={200: DecisionOut, **errors(404, write=True)})
 def answer_decision(request: HttpRequest, decision_id: str, payload: DecisionAnswerIn) -> dict[str, Any]:
     decision = actions.answer_decision(decision_id, answer=payload.answer, by="owner")
     return queries.decision_record(decision)

@@ -24,13 +24,50 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from flock.models import Event
+from flock.stream.flow import Flow, give_memory_back
 from flock.stream.hub import Subscriber, hub
 from flock.stream.retention import stale_cursor_frame
 
 log = logging.getLogger("crows.stream")
 
+# Replay pages: at most PAGE rows and about PAGE_BYTES, starting from PAGE_MIN rows until
+# the stream has seen how large its events are.
 PAGE = 1000
+PAGE_MIN = 50
+PAGE_BYTES = 256 * 1024
 RETRY_MS = 2000
+
+# Slow readers (docs/STREAM.md): a stream writes in pieces of at most CHUNK_BYTES, each only
+# once the transport holds room for it under CROWS_STREAM_MAX_BUFFER_KB. A client that does
+# not take enough bytes to make that room within DRAIN_GRACE_S is too far behind: its
+# connection is dropped with its buffer, and it reconnects with Last-Event-ID.
+CHUNK_BYTES = 64 * 1024
+DRAIN_GRACE_S = 2.0
+DRAIN_POLL_S = 0.02
+# A stream whose buffer passed this size leaves freed memory behind it worth handing back.
+TRIM_AFTER_BYTES = 256 * 1024
+TRIM_DELAY_S = 0.5
+_trim_pending = False
+
+
+def _trim_soon() -> None:
+    # Once per burst of closes: the transports free their buffers on the next reactor
+    # turns, then one trim hands the pages back.
+    global _trim_pending
+    if _trim_pending:
+        return
+    _trim_pending = True
+
+    def trim() -> None:
+        global _trim_pending
+        _trim_pending = False
+        give_memory_back()
+
+    asyncio.get_running_loop().call_later(TRIM_DELAY_S, trim)
+
+
+class TooFarBehind(Exception):
+    pass
 
 # Stream keys a client may ask for, with a check that the thing exists; registered by the
 # app that owns it (flock cannot import nests).
@@ -55,10 +92,10 @@ def _read_after(column: str, key: str, after: int, limit: int) -> list[tuple[int
     was most of a replay's time. On SQLite the text is byte-identical to a live frame's
     (CompactJSONEncoder); PostgreSQL's jsonb gives the same JSON with its own spacing."""
     try:
-        rows = Event.objects.filter(id__gt=after).order_by("id")
+        events = Event.objects.filter(id__gt=after).order_by("id")
         if column:
-            rows = rows.filter(**{column: key})
-        rows = rows.annotate(data=Cast("payload", TextField())).values_list("id", "name", "data")[:limit]
+            events = events.filter(**{column: key})
+        rows = events.annotate(data=Cast("payload", TextField())).values_list("id", "name", "data")[:limit]
         return [(i, f"id: {i}\nevent: {n}\ndata: {d}\n\n".encode()) for i, n, d in rows]
     finally:
         close_old_connections()
@@ -96,6 +133,11 @@ class EventStreamConsumer(AsyncHttpConsumer):
             return
         self.sub: Subscriber | None = None
         self.task: asyncio.Task[None] | None = None
+        self.flow = Flow(self.base_send)
+        self.max_buffer = settings.CROWS_STREAM_MAX_BUFFER_KB * 1024
+        self.peak_buffer = 0
+        self.page_bytes = min(PAGE_BYTES, self.max_buffer // 2)
+        self.page_rows = PAGE_MIN
         try:
             column, key, cursor = await self._parse()
         except BadStream as bad:
@@ -127,11 +169,52 @@ class EventStreamConsumer(AsyncHttpConsumer):
         raise StopConsumer()
 
     async def _close(self) -> None:
-        if getattr(self, "task", None) is not None and not self.task.done():
-            self.task.cancel()
-        if getattr(self, "sub", None) is not None:
-            hub.unsubscribe(self.sub)
+        task: asyncio.Task[None] | None = getattr(self, "task", None)
+        if task is not None and not task.done():
+            task.cancel()
+        sub: Subscriber | None = getattr(self, "sub", None)
+        if sub is not None:
+            hub.unsubscribe(sub)
             self.sub = None
+        if getattr(self, "peak_buffer", 0) > TRIM_AFTER_BYTES:
+            self.peak_buffer = 0
+            _trim_soon()
+
+    async def _room(self) -> None:
+        """Wait until the transport holds at most half the limit; TooFarBehind if the client
+        does not take enough within DRAIN_GRACE_S."""
+        flow = self.flow
+        if not flow.known or flow.unflushed() <= self.max_buffer // 2:
+            return
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + DRAIN_GRACE_S
+        while flow.unflushed() > self.max_buffer // 2:
+            if loop.time() >= give_up:
+                raise TooFarBehind()
+            await asyncio.sleep(DRAIN_POLL_S)
+
+    async def _send(self, data: bytes) -> None:
+        """Write `data` as the transport makes room for it (module comment above); raises
+        TooFarBehind for a client that does not make room in time."""
+        flow = self.flow
+        if not flow.known:
+            await self.send_body(data, more_body=True)
+            return
+        loop = asyncio.get_running_loop()
+        size = min(CHUNK_BYTES, self.max_buffer)
+        for start in range(0, len(data), size):
+            piece = data if len(data) <= size else data[start : start + size]
+            queued = flow.unflushed()
+            # An empty transport always takes a piece: pieces are never larger than the limit.
+            if queued and queued + len(piece) > self.max_buffer:
+                give_up = loop.time() + DRAIN_GRACE_S
+                while queued and queued + len(piece) > self.max_buffer:
+                    if loop.time() >= give_up:
+                        raise TooFarBehind()
+                    await asyncio.sleep(DRAIN_POLL_S)
+                    queued = flow.unflushed()
+            await self.send_body(piece, more_body=True)
+            self.peak_buffer = max(self.peak_buffer, queued + len(piece))
 
     async def _parse(self) -> tuple[str, str, int | None]:
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
@@ -169,14 +252,23 @@ class EventStreamConsumer(AsyncHttpConsumer):
 
         async def catch_up(until: int | None = None) -> None:
             while True:
-                rows = await read_after(column, key, self.last_sent, PAGE)
+                # Read a page only once the client has room for it: a stream waiting on a
+                # slow client holds no page in memory, only what its transport holds.
+                await self._room()
+                asked = self.page_rows
+                rows = await read_after(column, key, self.last_sent, asked)
                 if until is not None:
                     rows = [r for r in rows if r[0] <= until]
                 if not rows:
                     return
-                await self.send_body(b"".join(frame for _, frame in rows), more_body=True)
-                self.last_sent = rows[-1][0]
-                if len(rows) < PAGE or (until is not None and self.last_sent >= until):
+                data = b"".join(frame for _, frame in rows)
+                count, last = len(rows), rows[-1][0]
+                del rows  # only one copy of the page waits on a slow client
+                # Size the next page to about page_bytes, whatever the size of the events.
+                self.page_rows = max(PAGE_MIN, min(PAGE, count * self.page_bytes // len(data)))
+                await self._send(data)
+                self.last_sent = last
+                if count < asked or (until is not None and self.last_sent >= until):
                     return
 
         try:
@@ -190,7 +282,7 @@ class EventStreamConsumer(AsyncHttpConsumer):
                 try:
                     await asyncio.wait_for(sub.wake.wait(), timeout=heartbeat)
                 except TimeoutError:
-                    await self.send_body(b": ping\n\n", more_body=True)
+                    await self._send(b": ping\n\n")
                     continue
                 sub.wake.clear()
                 if sub.behind:
@@ -210,13 +302,20 @@ class EventStreamConsumer(AsyncHttpConsumer):
                     # A gap: an earlier event of this stream has not reached us yet (its
                     # doorbell is still on the way, or was lost). The database has it.
                     if chunk:
-                        await self.send_body(b"".join(chunk), more_body=True)
+                        await self._send(b"".join(chunk))
                         chunk = []
                     await catch_up(until=event_id)
                 if chunk:
-                    await self.send_body(b"".join(chunk), more_body=True)
+                    await self._send(b"".join(chunk))
         except asyncio.CancelledError:
             raise
+        except TooFarBehind:
+            log.info(
+                "closing a stream client more than %d KiB behind after event %s",
+                self.max_buffer // 1024, self.last_sent,
+            )
+            self.flow.abort()
+            await self._close()
         except Exception:
             log.exception("event stream failed")
             await self._close()

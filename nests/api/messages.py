@@ -8,30 +8,43 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Router, Status
 
+from flock.schemas import errors
 from nests import actions, queries
 from nests.actions.chat.budgets import budget_view, top_up_budget
 from nests.actions.messages import open_room
-from nests.schemas import BudgetIn, BudgetOut, MessageIn, MessageOut, MessagesPageOut, NestDetailOut
+from nests.schemas import (
+    BudgetIn,
+    BudgetOut,
+    MessageIn,
+    MessageOut,
+    MessagesPageOut,
+    NestDetailOut,
+    PageBefore,
+    PageLimit,
+)
 
 router = Router(tags=["nests"])
 
 
-@router.get("/nests/{nest_id}", response=NestDetailOut)
+@router.get("/nests/{nest_id}", response={200: NestDetailOut, **errors(404)})
 def nest_detail(request: HttpRequest, nest_id: str) -> dict[str, Any]:
     return queries.nest_detail(open_room(nest_id))
 
 
-@router.get("/nests/{nest_id}/messages", response=MessagesPageOut)
+@router.get("/nests/{nest_id}/messages", response={200: MessagesPageOut, **errors(404)})
 def list_messages(
-    request: HttpRequest, nest_id: str, before: str | None = None, limit: str | None = None
+    request: HttpRequest,
+    nest_id: str,
+    before: PageBefore = None,
+    limit: PageLimit = None,
 ) -> dict[str, Any]:
     nest = open_room(nest_id)
     cursor, size = queries.parse_page(nest, before=before, limit=limit)
     return queries.messages_page(nest, before=cursor, limit=size)
 
 
-@router.post("/nests/{nest_id}/messages", response={201: MessageOut})
-def post_message(request: HttpRequest, nest_id: str, payload: MessageIn) -> Status:
+@router.post("/nests/{nest_id}/messages", response={201: MessageOut, **errors(404, 409, 429, write=True)})
+def post_message(request: HttpRequest, nest_id: str, payload: MessageIn) -> Status[dict[str, Any]]:
     message = actions.post_message(
         nest_id,
         author=payload.author,
@@ -43,7 +56,7 @@ def post_message(request: HttpRequest, nest_id: str, payload: MessageIn) -> Stat
     return Status(201, queries.message_record(message))
 
 
-@router.post("/nests/{nest_id}/budget", response=BudgetOut)
+@router.post("/nests/{nest_id}/budget", response={200: BudgetOut, **errors(404, write=True)})
 def top_up(request: HttpRequest, nest_id: str, payload: BudgetIn) -> dict[str, Any]:
     budget = top_up_budget(open_room(nest_id), exchanges=payload.exchanges, tokens=payload.tokens)
     return budget_view(budget)

@@ -4,14 +4,15 @@ from django.http import HttpRequest
 from ninja import Router, Status
 
 from flock import queries as flock_queries
+from flock.schemas import errors
 from nests import actions, queries
 from nests.schemas import NestIn, NestOut, NestsOut
 
 router = Router(tags=["nests"])
 
 
-@router.get("/nests", response=NestsOut)
-def list_nests(request: HttpRequest) -> dict:
+@router.get("/nests", response={200: NestsOut, **errors()})
+def list_nests(request: HttpRequest) -> dict[str, object]:
     return {
         "roster": flock_queries.roster_names(),
         "nests": [
@@ -20,7 +21,7 @@ def list_nests(request: HttpRequest) -> dict:
     }
 
 
-@router.post("/nests", response={201: NestOut})
-def create_nest(request: HttpRequest, payload: NestIn) -> Status:
+@router.post("/nests", response={201: NestOut, **errors(409, write=True)})
+def create_nest(request: HttpRequest, payload: NestIn) -> Status[dict[str, object]]:
     nest = actions.create_nest(payload.name, crows=payload.crows)
     return Status(201, {"nest_id": nest.nest_id, "name": nest.name, "crows": nest.core})

@@ -23,6 +23,11 @@ export async function api(method, path, body) {
   } catch {
     throw new ApiError(0, "Could not reach the flock: the server is not answering. Check that it is running, then try again.");
   }
+  if (response.status === 401 && typeof location !== "undefined") {
+    // The owner token is set and this browser's login cookie is missing or stale
+    // (docs/SECURITY.md): log in again, then come back here.
+    location.assign(`/login?next=${encodeURIComponent(location.pathname)}`);
+  }
   if (response.status === 204) return null;
   const text = await response.text();
   let data = null;

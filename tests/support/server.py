@@ -67,7 +67,8 @@ class LiveServer:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"daphne exited: {self.log_path.read_text()[-2000:]}")
             try:
-                if httpx.get(f"{self.url}/api/state", timeout=2).status_code == 200:
+                # 401: up, but guarded by CROWS_OWNER_TOKEN (docs/SECURITY.md).
+                if httpx.get(f"{self.url}/api/state", timeout=2).status_code in (200, 401):
                     return self
             except httpx.HTTPError:
                 pass

@@ -22,9 +22,11 @@ class Frame:
 class SSEClient:
     """Connects in a background thread and queues every frame (and comment) it reads."""
 
-    def __init__(self, url: str, *, last_event_id: int | None = None, timeout: float = 30) -> None:
+    def __init__(
+        self, url: str, *, last_event_id: int | None = None, timeout: float = 30, headers: dict[str, str] | None = None
+    ) -> None:
         self.url = url
-        self.headers = {"Accept": "text/event-stream"}
+        self.headers = {"Accept": "text/event-stream", **(headers or {})}
         if last_event_id is not None:
             self.headers["Last-Event-ID"] = str(last_event_id)
         self.frames: queue.Queue[Frame] = queue.Queue()

@@ -1,0 +1,252 @@
+"""Who may act as the owner: the one gate every HTTP request passes (docs/SECURITY.md).
+
+The same decision serves two doors: `OwnerGate` wraps the whole ASGI application (so the
+SSE consumer, which is not a Django view, is covered too), and `OwnerGateMiddleware`
+applies it inside Django (so a request that never went through ASGI, such as Django's
+test client, meets the same rules). Under daphne a Django request passes both; the check
+is a few dictionary look-ups.
+
+In order, a request is refused when:
+1. it arrived on a non-loopback address, or through a reverse proxy (a Forwarded,
+   X-Forwarded-For or X-Real-IP header), while no CROWS_OWNER_TOKEN is set (403);
+2. its Host is not in ALLOWED_HOSTS (400): DNS rebinding;
+3. for /api/: its Origin is not this server's own nor in CROWS_ALLOWED_ORIGINS, or it says
+   `Sec-Fetch-Site: cross-site` without such an Origin (403): cross-site requests;
+4. a token is set and it carries neither `Authorization: Bearer <token>` nor the login
+   cookie (401 for /api/, a redirect to /login for pages);
+5. for /api/: it changes state without `Content-Type: application/json` (415), so no
+   HTML form or preflight-free `fetch` from another site can reach an action.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.http.request import split_domain_port, validate_host
+
+COOKIE_NAME = "crows_owner"
+COOKIE_MAX_AGE_S = 30 * 24 * 3600
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+# Paths a visitor needs before logging in: the login page itself and the files it uses.
+OPEN_PATHS = ("/login", "/logout", "/static/", "/favicon.ico")
+
+NEEDS_TOKEN = (
+    "this flock is reachable beyond loopback but has no owner token: set CROWS_OWNER_TOKEN "
+    "(and ALLOWED_HOSTS) before serving it on a non-loopback address"
+)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    status: int
+    message: str
+    redirect: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+def cookie_value(token: str) -> str:
+    """What the login cookie holds: a keyed digest of the token, never the token itself.
+    Changing CROWS_OWNER_TOKEN (or SECRET_KEY) signs every browser out."""
+    key = f"crows-owner:{settings.SECRET_KEY}".encode()
+    return hmac.new(key, token.encode(), hashlib.sha256).hexdigest()
+
+
+def token_matches(given: str) -> bool:
+    token = settings.CROWS_OWNER_TOKEN
+    return bool(token) and hmac.compare_digest(given.encode(), token.encode())
+
+
+def _is_loopback(address: str | None) -> bool:
+    # A Unix socket or an unknown address is not a network interface anyone else reaches.
+    if not address:
+        return True
+    try:
+        ip = ipaddress.ip_address(address.strip("[]").split("%", 1)[0])
+    except ValueError:
+        return address in ("localhost",)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def _proxied(headers: dict[str, str]) -> bool:
+    # A reverse proxy on this machine reaches the server over loopback, but it serves
+    # whoever reaches the proxy: a forwarded request counts as a non-loopback one.
+    return any(name in headers for name in ("forwarded", "x-forwarded-for", "x-real-ip"))
+
+
+def _cookie(header: str, name: str) -> str:
+    for part in header.split(";"):
+        key, _, value = part.strip().partition("=")
+        if key == name:
+            return value.strip()
+    return ""
+
+
+def _host_allowed(host: str) -> bool:
+    domain, _port = split_domain_port(host)
+    allowed = list(settings.ALLOWED_HOSTS)
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    return bool(domain) and validate_host(domain, allowed)
+
+
+def own_origins(scheme: str, host: str) -> set[str]:
+    own = f"{scheme}://{host}".lower()
+    # A browser leaves the default port out of Origin; some clients keep it in Host.
+    default = {"http": ":80", "https": ":443"}.get(scheme, "")
+    bare = own.removesuffix(default) if default else own
+    return {own, bare, *settings.CROWS_ALLOWED_ORIGINS}
+
+
+def is_authenticated(headers: dict[str, str]) -> bool:
+    token = settings.CROWS_OWNER_TOKEN
+    if not token:
+        return True
+    scheme, _, given = headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token_matches(given.strip()):
+        return True
+    cookie = _cookie(headers.get("cookie", ""), COOKIE_NAME)
+    return bool(cookie) and hmac.compare_digest(cookie.encode(), cookie_value(token).encode())
+
+
+def decide(
+    *, method: str, path: str, headers: dict[str, str], scheme: str, server_address: str | None
+) -> Refusal | None:
+    """None when the request may go on; otherwise what to answer. `headers` has
+    lower-case names."""
+    is_api = path.startswith("/api/") or path == "/api"
+    if not settings.CROWS_OWNER_TOKEN and (not _is_loopback(server_address) or _proxied(headers)):
+        return Refusal(403, NEEDS_TOKEN)
+
+    host = headers.get("host", "")
+    if not _host_allowed(host):
+        return Refusal(400, f"the Host header {host[:100]!r} is not one this flock answers to (ALLOWED_HOSTS)")
+
+    if is_api:
+        origin = headers.get("origin", "").strip().lower()
+        own = own_origins(scheme, host)
+        if origin and origin not in own:
+            return Refusal(403, f"requests from another site are not allowed (Origin {origin[:100]!r}); "
+                                "add it to CROWS_ALLOWED_ORIGINS if it is yours")
+        if not origin and headers.get("sec-fetch-site", "").strip().lower() == "cross-site":
+            return Refusal(403, "requests from another site are not allowed (Sec-Fetch-Site: cross-site)")
+
+    if not is_authenticated(headers) and not path.startswith(OPEN_PATHS):
+        # /api/docs is a page a person opens: it goes to the login page like the others.
+        if is_api and path != "/api/docs":
+            return Refusal(
+                401,
+                "the owner token is required: send Authorization: Bearer <CROWS_OWNER_TOKEN> "
+                "or log in at /login",
+                headers=(("WWW-Authenticate", 'Bearer realm="so-many-crows"'),),
+            )
+        return Refusal(302, "log in first", redirect="/login?next=" + quote(path, safe="/"))
+
+    if is_api and method not in SAFE_METHODS:
+        content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if content_type != "application/json":
+            shown = content_type or "none"
+            return Refusal(415, f"the body must be JSON sent as Content-Type: application/json (got {shown})")
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# The ASGI door: every path, the SSE consumer included.
+# ---------------------------------------------------------------------------------------
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def _scope_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for name, value in raw:
+        key = name.decode("latin-1").lower()
+        text = value.decode("latin-1")
+        # Repeated Cookie headers join with "; ", any other repeated header with ", ".
+        headers[key] = f"{headers[key]}{'; ' if key == 'cookie' else ', '}{text}" if key in headers else text
+    return headers
+
+
+class OwnerGate:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        server = scope.get("server")
+        refusal = decide(
+            method=scope.get("method", "GET").upper(),
+            path=scope.get("path", ""),
+            headers=_scope_headers(scope.get("headers", [])),
+            scheme=scope.get("scheme", "http"),
+            server_address=str(server[0]) if server else None,
+        )
+        if refusal is None:
+            # `send` goes on unwrapped: the stream consumer reads the server's transport
+            # through it to respect back-pressure (flock/stream/consumer.py).
+            await self.app(scope, receive, send)
+            return
+        response = as_response(refusal)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": response.status_code,
+                "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.items()],
+            }
+        )
+        await send({"type": "http.response.body", "body": response.content})
+
+
+def as_response(refusal: Refusal) -> HttpResponse:
+    response: HttpResponse
+    if refusal.redirect:
+        response = HttpResponseRedirect(refusal.redirect)
+    else:
+        response = JsonResponse({"message": refusal.message}, status=refusal.status)
+    for name, value in refusal.headers:
+        response[name] = value
+    return response
+
+
+# ---------------------------------------------------------------------------------------
+# The Django door, for requests that did not come through OwnerGate.
+# ---------------------------------------------------------------------------------------
+
+
+class OwnerGateMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        scope = getattr(request, "scope", None)
+        server = scope.get("server") if scope else None
+        headers = {key.lower(): value for key, value in request.headers.items()}
+        if "host" not in headers:
+            # A request built without a Host header (Django's test client) names the
+            # server the way Django's own get_host() falls back to.
+            name, port = request.META.get("SERVER_NAME", ""), str(request.META.get("SERVER_PORT", ""))
+            headers["host"] = name if port in ("", "80", "443") else f"{name}:{port}"
+        refusal = decide(
+            method=(request.method or "GET").upper(),
+            path=request.path,
+            headers=headers,
+            scheme=request.scheme or "http",
+            server_address=str(server[0]) if server else None,
+        )
+        if refusal is not None:
+            return as_response(refusal)
+        return self.get_response(request)
