@@ -9,7 +9,7 @@ from typing import Any
 
 from django.http import HttpRequest
 from ninja import Router, Schema
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict
 
 from flock import queries as flock_queries
 from flock.events import EVENT_NAMES
@@ -49,6 +49,8 @@ class PendingApprovalOut(Schema):
     task_type: str
     holders: list[str]
     deadline: str
+    # The room of a chat delivery waiting for approval ("" for a list item).
+    nest_id: str = ""
 
 
 class FlockMemberOut(Schema):
@@ -58,8 +60,10 @@ class FlockMemberOut(Schema):
     status: str
 
 
-class StateOut(Schema):
-    # Apps may add parts (register_snapshot_part); they pass through as they are.
+class StateOut(BaseModel):
+    # Apps may add parts (register_snapshot_part); they pass through as they are. A plain
+    # pydantic model, since ninja's Schema reads a dict through an attribute getter that
+    # drops the keys no field names.
     model_config = ConfigDict(extra="allow")
 
     protocol: str

@@ -35,6 +35,10 @@ INJECTIONS = [
 ]
 
 
+# Injections the Sentry catches as a breach of their own.
+SENTRY_BREACHES = ("[NUDGE", "[FLAG", "[ACK ops-1]")
+
+
 @pytest.fixture
 def rooms(db):
     launch = create_nest("Launch", crows=["Hugin", "Munin", "Pepper"])
@@ -64,14 +68,25 @@ def test_an_injected_reply_is_only_a_message_of_its_own_room(rooms, script_brain
     for reply in replies:
         assert reply.kind in ("say", "request", "claim", "deliver", "refer", "decline")
         assert reply.tagged_by != "harness"
-    # Nothing else moved: no nudge or flag anywhere, no quarantine, no trust, no verdict,
-    # nothing in a room Hugin is not in.
-    assert not NestMessage.objects.filter(kind__in=("nudge", "flag")).exists()
-    assert _state() == before
-    assert set(events.names()) <= {"nest.message"}
+    # No nudge or flag from the crow; nothing in a room Hugin is not in; no trust, no verdict.
+    assert not NestMessage.objects.filter(kind__in=("nudge", "flag")).exclude(author__in=("harness", "Sentry")).exists()
     assert {p["nest_id"] for p in events.named("nest.message")} == {"launch"}
-    assert not [p for p in events.named("nest.message") if p["author"] in ("harness", "Sentry", "owner")
+    assert not [p for p in events.named("nest.message") if p["author"] in ("harness", "owner")
                 and p["msg_id"] != "launch-1"]
+    crows, trust_entries, verdicts, ops_messages = before
+    assert _state()[1:] == (trust_entries, verdicts, ops_messages)
+    if injection.startswith(SENTRY_BREACHES):
+        # These are breaches themselves (docs/GOVERNANCE.md): a header of a kind only the
+        # harness or the Sentry may post, or one citing a message that is not in the room.
+        # The Sentry flags the crow once, quarantines it and asks the owner.
+        (flag,) = NestMessage.objects.filter(kind="flag")
+        assert flag.author == "Sentry" and flag.refers_to == replies[0].msg_id
+        assert Crow.objects.get(name="Hugin").status == Crow.Status.QUARANTINED
+        assert set(events.names()) <= {"nest.message", "crow.quarantined", "decision.opened"}
+    else:
+        assert _state() == before
+        assert not NestMessage.objects.filter(kind__in=("nudge", "flag")).exists()
+        assert set(events.names()) <= {"nest.message"}
 
 
 def test_a_crow_cannot_post_a_nudge_or_a_flag_even_through_the_api_path(rooms):
