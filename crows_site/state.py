@@ -11,8 +11,7 @@ from django.http import HttpRequest
 from ninja import Router
 
 from flock import queries as flock_queries
-from flock.events import EVENT_NAMES
-from flock.models import Event
+from flock.events import EVENT_NAMES, final_horizon
 from flock.stream.hub import hub
 
 router = Router(tags=["state"])
@@ -29,7 +28,7 @@ def register_snapshot_part(name: str, read: Callable[[], Any]) -> None:
 
 @router.get("/state")
 def state(request: HttpRequest) -> dict[str, Any]:
-    last = Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    last = final_horizon()  # every id up to it is final: a safe cursor (docs/STREAM.md)
     snapshot: dict[str, Any] = {
         "protocol": PROTOCOL,
         "capabilities": sorted(EVENT_NAMES),

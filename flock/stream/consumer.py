@@ -47,14 +47,15 @@ class BadStream(Exception):
         self.message = message
 
 
-def _read_after(column: str, key: str, after: int, limit: int) -> list[tuple[int, bytes]]:
-    """The stream's stored events after `after`, as (id, rendered frame).
+def _read_after(column: str, key: str, after: int, limit: int, upto: int) -> list[tuple[int, bytes]]:
+    """The stream's stored events after `after` up to `upto` (the hub's released id: below
+    it every id is final, docs/STREAM.md), as (id, rendered frame).
 
     The payload is sent as the text the database holds: decoding it only to encode it again
     was most of a replay's time. On SQLite the text is byte-identical to a live frame's
     (CompactJSONEncoder); PostgreSQL's jsonb gives the same JSON with its own spacing."""
     try:
-        rows = Event.objects.filter(id__gt=after).order_by("id")
+        rows = Event.objects.filter(id__gt=after, id__lte=upto).order_by("id")
         if column:
             rows = rows.filter(**{column: key})
         rows = rows.annotate(data=Cast("payload", TextField())).values_list("id", "name", "data")[:limit]
@@ -104,11 +105,12 @@ class EventStreamConsumer(AsyncHttpConsumer):
             )
             raise StopConsumer() from None
 
+        await hub.ready()
         self.sub = hub.subscribe("*" if not column else f"{column.split('_')[0]}:{key}")
         if cursor is None:
             # The firehose opened without a cursor starts live; a keyed stream replays from
             # its first event, since its client can only connect after creating it.
-            cursor = await sync_to_async(_newest_id, thread_sensitive=False)() if not column else 0
+            cursor = hub.released if not column else 0
         await self.send_headers(
             status=200,
             headers=[
@@ -168,7 +170,7 @@ class EventStreamConsumer(AsyncHttpConsumer):
 
         async def catch_up(until: int | None = None) -> None:
             while True:
-                rows = await read_after(column, key, self.last_sent, PAGE)
+                rows = await read_after(column, key, self.last_sent, PAGE, until or hub.released)
                 if until is not None:
                     rows = [r for r in rows if r[0] <= until]
                 if not rows:
