@@ -30,8 +30,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
-    "django_tasks_db",
+    # flock before django_tasks_db: its `db_worker` (threads, leases) replaces the stock one.
     "flock.apps.FlockConfig",
+    "django_tasks_db",
     "trust.apps.TrustConfig",
     "nests.apps.NestsConfig",
 ]
@@ -164,6 +165,9 @@ CROWS_BANTER_WAIT_S = env_float("CROWS_BANTER_WAIT_S", 20.0, minimum=0)
 CROWS_EMBEDDED_WORKER = env_bool("CROWS_EMBEDDED_WORKER", True)
 CROWS_WORKER_THREADS = env_int("CROWS_WORKER_THREADS", 8, minimum=1, maximum=64)
 CROWS_WORKER_POLL_S = env_float("CROWS_WORKER_POLL_S", 0.5, minimum=0.01)
+# A worker's claim on a task lasts this long unless its heartbeat renews it; a task whose
+# worker died runs again elsewhere once its lease runs out (docs/STREAM.md).
+CROWS_TASK_LEASE_S = env_float("CROWS_TASK_LEASE_S", 30.0, minimum=1.0, maximum=3600.0)
 
 # How often a process with open streams looks for events written by another process
 # (a management command, a db_worker) when no cross-process channel layer told it.
