@@ -8,7 +8,11 @@ AsyncHttpConsumer + stock InMemoryChannelLayer groups, same Django settings). Al
 are raw asyncio sockets in this one process, which shares the 2 cores with the servers.
 Each server is measured only once it is quiet (start-up work such as model loading done).
 
-Measures, for both servers, and prints crows, baseline and crows/baseline:
+A third server, the *lean* baseline (the same baseline app with BENCH_LEAN_LAYER=1: an
+in-process layer without the stock InMemoryChannelLayer's per-send cost), joins phases 1
+and 2, where the layer is on the path; replay and idle streams do not touch the layer.
+
+Measures, for the servers, and prints crows, baseline, crows/baseline, lean, crows/lean:
 1. fan-out latency p50/p99 to 100 and 1,000 subscribers of /api/events?nest_id=todo: the
    time from just before a POST of an owner message to each subscriber seeing its text,
    and the server CPU time per round (steadier than latency on a shared machine);
@@ -104,6 +108,7 @@ class Row:
     target: str = ""
     met: bool | None = None
     note: str = ""
+    lean: float | None = None  # the lean bare-Channels baseline, where the layer matters
 
 
 def say(text: str) -> None:
@@ -381,10 +386,11 @@ def fmt(value: float | None, unit: str) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    head = ["metric", "crows", "baseline", "ratio", "target", "met?"]
+    head = ["metric", "crows", "baseline", "ratio", "lean", "ratio to lean", "target", "met?"]
     lines = []
     for r in rows:
         ratio = (r.crows / r.baseline) if (r.crows is not None and r.baseline) else None
+        lean_ratio = (r.crows / r.lean) if (r.crows is not None and r.lean) else None
         met = "-" if r.met is None else ("yes" if r.met else "NO")
         lines.append(
             [
@@ -392,6 +398,8 @@ def table(rows: list[Row]) -> str:
                 fmt(r.crows, r.unit),
                 fmt(r.baseline, r.unit),
                 f"{ratio:.2f}x" if ratio is not None else "-",
+                fmt(r.lean, r.unit),
+                f"{lean_ratio:.2f}x" if lean_ratio is not None else "-",
                 r.target or "-",
                 met,
             ]
@@ -413,9 +421,10 @@ def table(rows: list[Row]) -> str:
 
 
 async def run(prof: Profile, quick: bool, tmp: Path, started_servers: list[Server]) -> tuple[list[Row], dict]:
-    def start(*specs: tuple[str, str, Path]) -> list[Server]:
+    def start(*specs: tuple) -> list[Server]:
         """Launch daphnes side by side (start-up is mostly imports), then wait for each."""
-        servers = [Server(name, app, data_dir) for name, app, data_dir in specs]
+        servers = [Server(spec[0], spec[1], spec[2], extra_env=spec[3] if len(spec) > 3 else None)
+                   for spec in specs]
         for server in servers:
             started_servers.append(server)
             server.launch()
@@ -445,11 +454,12 @@ async def run(prof: Profile, quick: bool, tmp: Path, started_servers: list[Serve
     say(f"stored {REPLAY_EVENTS} events on nest todo in {took:.1f} s")
 
     phase("[1/4] fan-out latency and [2/4] emit throughput")
-    live_c, live_b = start(
+    live_c, live_b, live_l = start(
         ("crows", CROWS_APP, copy_db(template, tmp / "crows-live")),
         ("baseline", BASELINE_APP, copy_db(template, tmp / "baseline-live")),
+        ("lean", BASELINE_APP, copy_db(template, tmp / "lean-live"), {"BENCH_LEAN_LAYER": "1"}),
     )
-    pair = {"crows": live_c, "baseline": live_b}
+    pair = {"crows": live_c, "baseline": live_b, "lean": live_l}
     results["fanout"] = {}
     for n in (100, 1_000):
         results["fanout"][n] = await fanout(pair, n, prof)
@@ -488,7 +498,8 @@ async def run(prof: Profile, quick: bool, tmp: Path, started_servers: list[Serve
                 target = f"<= {TARGET_FANOUT_P99_MS:.0f}"
                 met = f[n]["crows"]["p99"] <= TARGET_FANOUT_P99_MS and f[n]["crows"]["missed"] == 0
             rows.append(
-                Row(f"fan-out to {n:,} subs {p}", f[n]["crows"][p], f[n]["baseline"][p], "ms", target, met)
+                Row(f"fan-out to {n:,} subs {p}", f[n]["crows"][p], f[n]["baseline"][p], "ms", target, met,
+                    lean=f[n]["lean"][p])
             )
         rows.append(
             Row(
@@ -496,6 +507,7 @@ async def run(prof: Profile, quick: bool, tmp: Path, started_servers: list[Serve
                 f[n]["crows"]["cpu_ms"],
                 f[n]["baseline"]["cpu_ms"],
                 "ms",
+                lean=f[n]["lean"]["cpu_ms"],
             )
         )
     tp = results["throughput"]
@@ -506,6 +518,16 @@ async def run(prof: Profile, quick: bool, tmp: Path, started_servers: list[Serve
                 tp[subs]["crows"]["per_s"],
                 tp[subs]["baseline"]["per_s"],
                 "/s",
+                lean=tp[subs]["lean"]["per_s"],
+            )
+        )
+        rows.append(
+            Row(
+                f"server CPU per POST, {subs} subs",
+                tp[subs]["crows"]["cpu_ms_per_post"],
+                tp[subs]["baseline"]["cpu_ms_per_post"],
+                "ms",
+                lean=tp[subs]["lean"]["cpu_ms_per_post"],
             )
         )
     rp = results["replay"]

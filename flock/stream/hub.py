@@ -210,7 +210,10 @@ class Hub:
     def _attach(self, loop: asyncio.AbstractEventLoop) -> None:
         # A process serves one event loop (daphne's); tests may start a fresh one.
         for task in self._background:
-            task.cancel()
+            try:
+                task.cancel()
+            except RuntimeError:  # its loop is already closed
+                pass
         self.loop = loop
         self.groups = {}
         self.count = 0
