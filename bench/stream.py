@@ -21,6 +21,12 @@ Measures, for the servers, and prints crows, baseline, crows/baseline, lean, cro
 4. replay: connect with since=0 until the 10,000th stored event has arrived (on the
    servers of 3, once their streams are closed; see _stream_servers.FILL_EVENTS for how
    the 10,000 events are made).
+5. django-eventstream (5.3.4, the standard Django SSE library), installed by the bench into
+   its own venv (.data/bench-venvs/eventstream, once) and served by daphne from
+   bench/eventstream_app on the same paths: fan-out p50/p99 at 100 and 1,000, memory per
+   idle stream, replay of 10,000 stored events (DjangoModelStorage); and, for it and for
+   the app, events lost and duplicated when 3 readers drop and resume with Last-Event-ID
+   at random moments while 4 writers post 25 messages each (--no-eventstream skips 5).
 Crows and baseline rounds alternate, so a machine busy with something else hurts both.
 Not part of the test suite. Loopback only; every loop is bounded; every server it started
 is stopped on exit, Ctrl+C or error. Figures and findings: docs/PERFORMANCE.md, "Stream".
@@ -48,6 +54,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _eventstream as _es  # noqa: E402
 from _stream_clients import Poster, SSEClient, Watch, close_all, open_many, open_sse, percentile  # noqa: E402
 from _stream_servers import (  # noqa: E402
     BASELINE_APP,
@@ -109,6 +116,7 @@ class Row:
     met: bool | None = None
     note: str = ""
     lean: float | None = None  # the lean bare-Channels baseline, where the layer matters
+    es: float | None = None  # django-eventstream
 
 
 def say(text: str) -> None:
@@ -273,9 +281,9 @@ async def throughput(servers: dict[str, Server], subs: int, prof: Profile) -> di
 # -- 3. replay -------------------------------------------------------------------------------
 
 
-async def replay_once(server: Server, total: int) -> float:
+async def replay_once(server: Server, total: int, path: str = REPLAY_PATH) -> float:
     t0 = time.perf_counter()
-    client = await open_sse(server.port, REPLAY_PATH, count_target=total)
+    client = await open_sse(server.port, path, count_target=total)
     try:
         arrived = await asyncio.wait_for(client.counted, timeout=60)
     finally:
@@ -386,11 +394,13 @@ def fmt(value: float | None, unit: str) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    head = ["metric", "crows", "baseline", "ratio", "lean", "ratio to lean", "target", "met?"]
+    head = ["metric", "crows", "baseline", "ratio", "lean", "ratio to lean", "eventstream", "ratio to es",
+            "target", "met?"]
     lines = []
     for r in rows:
         ratio = (r.crows / r.baseline) if (r.crows is not None and r.baseline) else None
         lean_ratio = (r.crows / r.lean) if (r.crows is not None and r.lean) else None
+        es_ratio = (r.crows / r.es) if (r.crows is not None and r.es) else None
         met = "-" if r.met is None else ("yes" if r.met else "NO")
         lines.append(
             [
@@ -400,6 +410,8 @@ def table(rows: list[Row]) -> str:
                 f"{ratio:.2f}x" if ratio is not None else "-",
                 fmt(r.lean, r.unit),
                 f"{lean_ratio:.2f}x" if lean_ratio is not None else "-",
+                fmt(r.es, r.unit),
+                f"{es_ratio:.2f}x" if es_ratio is not None else "-",
                 r.target or "-",
                 met,
             ]
@@ -420,7 +432,60 @@ def table(rows: list[Row]) -> str:
     return "\n".join([render(head), sep, *(render(x) for x in lines)])
 
 
-async def run(prof: Profile, quick: bool, tmp: Path, started_servers: list[Server]) -> tuple[list[Row], dict]:
+async def eventstream_phase(prof: Profile, tmp: Path, template: Path, start, stop) -> dict:
+    """django-eventstream on the same paths: fan-out, idle memory, replay of 10,000, and
+    lost/duplicated events under reconnects with 4 concurrent writers (the app measured
+    the same way, here, for the last)."""
+    t0 = time.perf_counter()
+    await asyncio.to_thread(_es.ensure_venv)
+    say(f"  venv ready in {time.perf_counter() - t0:.1f} s ({_es.VENV})")
+    out: dict = {}
+    live_dir = tmp / "es-live"
+    await asyncio.to_thread(_es.migrate, live_dir)
+    servers = [_es.EventstreamServer("eventstream", live_dir)]
+    for server in servers:
+        server.launch()
+    es = servers[0].wait_ready()
+    try:
+        out["fanout"] = {n: (await fanout({"eventstream": es}, n, prof))["eventstream"] for n in (100, 1_000)}
+        out["idle"] = await idle(es, "eventstream", prof.idle_counts, SUB_PATH)
+    finally:
+        stop(es)
+    replay_dir = tmp / "es-replay"
+    await asyncio.to_thread(_es.migrate, replay_dir)
+    # One more stored event than the app's: a resume names an event that exists, and gets
+    # the ones after it (the library answers an unknown id with stream-reset).
+    await asyncio.to_thread(_es.fill, replay_dir, REPLAY_EVENTS + 1)
+    es = _es.EventstreamServer("eventstream-replay", replay_dir)
+    es.start()
+    try:
+        path = "/api/events?nest_id=todo&since=1"
+        await replay_once(es, REPLAY_EVENTS, path)  # warm-up
+        times = [await replay_once(es, REPLAY_EVENTS, path) for _ in range(prof.replay_runs)]
+        out["replay"] = {"median": statistics.median(times), "min": min(times), "max": max(times)}
+        say(f"  eventstream replay of {REPLAY_EVENTS}: median {out['replay']['median']:.1f} ms")
+    finally:
+        stop(es)
+    # Reconnects: 3 readers dropping and resuming with Last-Event-ID while 4 writers post.
+    rc_dir = tmp / "es-rc"
+    await asyncio.to_thread(_es.migrate, rc_dir)
+    es = _es.EventstreamServer("eventstream-rc", rc_dir)
+    (crows,) = start(("crows-rc", CROWS_APP, copy_db(template, tmp / "crows-rc")))
+    es.start()
+    try:
+        out["reconnect"] = {}
+        for name, server in (("crows", crows), ("eventstream", es)):
+            out["reconnect"][name] = await asyncio.to_thread(
+                _es.reconnect_check, f"http://127.0.0.1:{server.port}", writers=4, per_writer=25, readers=3
+            )
+            say(f"  {name:11} reconnects, 4 writers: {out['reconnect'][name]}")
+    finally:
+        stop(es, crows)
+    return out
+
+
+async def run(prof: Profile, quick: bool, tmp: Path, started_servers: list[Server],
+              no_eventstream: bool = False) -> tuple[list[Row], dict]:
     def start(*specs: tuple) -> list[Server]:
         """Launch daphnes side by side (start-up is mostly imports), then wait for each."""
         servers = [Server(spec[0], spec[1], spec[2], extra_env=spec[3] if len(spec) > 3 else None)
@@ -487,6 +552,10 @@ async def run(prof: Profile, quick: bool, tmp: Path, started_servers: list[Serve
         await quiet(server)
     results["replay"] = await replay(pair, prof)
     stop(*pair.values())
+
+    if not no_eventstream:
+        phase("[5/5] django-eventstream (its own venv) and reconnects under 4 writers")
+        results["eventstream"] = await eventstream_phase(prof, tmp, template, start, stop)
 
     phase("done")
     rows: list[Row] = []
@@ -565,6 +634,26 @@ async def run(prof: Profile, quick: bool, tmp: Path, started_servers: list[Serve
                 (c["kib_per_conn"] <= TARGET_IDLE_KIB) if is_target else None,
             )
         )
+    if "eventstream" in results:
+        es = results["eventstream"]
+        for row in rows:
+            for n in (100, 1_000):
+                for p in ("p50", "p99"):
+                    if row.metric == f"fan-out to {n:,} subs {p}":
+                        row.es = es["fanout"][n][p]
+                if row.metric == f"server CPU per post to {n:,} subs":
+                    row.es = es["fanout"][n]["cpu_ms"]
+            if row.metric.startswith("replay of"):
+                row.es = es["replay"]["median"]
+            for n in prof.idle_counts:
+                if row.metric == f"memory per idle stream at {n:,}":
+                    row.es = es["idle"][n]["kib_per_conn"]
+                if row.metric == f"idle streams held of {n:,}":
+                    row.es = es["idle"][n]["held"]
+        rc = es["reconnect"]
+        for what in ("lost", "duplicated"):
+            rows.append(Row(f"events {what}, 3 readers reconnecting, 4 writers x 25", rc["crows"][what], None,
+                            "events", "0", rc["crows"][what] == 0, es=rc["eventstream"][what]))
     if quick:
         rows.append(
             Row(
@@ -585,6 +674,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer rounds, 1,000 idle streams only (~1 min)")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (databases, daphne logs)")
+    parser.add_argument("--no-eventstream", action="store_true",
+                        help="skip the django-eventstream comparison (and its venv)")
     args = parser.parse_args()
     prof = QUICK if args.quick else FULL
 
@@ -604,7 +695,7 @@ def main() -> int:
     t0 = time.perf_counter()
     failed = False
     try:
-        rows, results = asyncio.run(asyncio.wait_for(run(prof, args.quick, tmp, servers), timeout=900))
+        rows, results = asyncio.run(asyncio.wait_for(run(prof, args.quick, tmp, servers, args.no_eventstream), timeout=1800))
     except (KeyboardInterrupt, SystemExit):
         say("\ninterrupted; servers stopped")
         return 130
