@@ -167,7 +167,7 @@ CROWS_WORKER_THREADS = env_int("CROWS_WORKER_THREADS", 8, minimum=1, maximum=64)
 CROWS_WORKER_POLL_S = env_float("CROWS_WORKER_POLL_S", 0.5, minimum=0.01)
 # A worker's claim on a task lasts this long unless its heartbeat renews it; a task whose
 # worker died runs again elsewhere once its lease runs out (docs/STREAM.md).
-CROWS_TASK_LEASE_S = env_float("CROWS_TASK_LEASE_S", 30.0, minimum=1.0, maximum=3600.0)
+CROWS_TASK_LEASE_S = env_float("CROWS_TASK_LEASE_S", 30.0, minimum=0.5, maximum=3600.0)
 
 # How often a process with open streams looks for events written by another process
 # (a management command, a db_worker) when no cross-process channel layer told it.
