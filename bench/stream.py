@@ -9,8 +9,9 @@ are raw asyncio sockets in this one process, which shares the 2 cores with the s
 Each server is measured only once it is quiet (start-up work such as model loading done).
 
 A third server, the *lean* baseline (the same baseline app with BENCH_LEAN_LAYER=1: an
-in-process layer without the stock InMemoryChannelLayer's per-send cost), joins phases 1
-and 2, where the layer is on the path; replay and idle streams do not touch the layer.
+in-process layer without the stock InMemoryChannelLayer's per-send cost), and a fourth,
+django-eventstream (5 below), join phases 1 and 2 and take their turns in the same rounds;
+replay and idle streams do not touch the layer, so the lean baseline skips them.
 
 Measures, for the servers, and prints crows, baseline, crows/baseline, lean, crows/lean:
 1. fan-out latency p50/p99 to 100 and 1,000 subscribers of /api/events?nest_id=todo: the
@@ -436,18 +437,12 @@ async def eventstream_phase(prof: Profile, tmp: Path, template: Path, start, sto
     """django-eventstream on the same paths: fan-out, idle memory, replay of 10,000, and
     lost/duplicated events under reconnects with 4 concurrent writers (the app measured
     the same way, here, for the last)."""
-    t0 = time.perf_counter()
-    await asyncio.to_thread(_es.ensure_venv)
-    say(f"  venv ready in {time.perf_counter() - t0:.1f} s ({_es.VENV})")
     out: dict = {}
-    live_dir = tmp / "es-live"
+    live_dir = tmp / "es-idle"
     await asyncio.to_thread(_es.migrate, live_dir)
-    servers = [_es.EventstreamServer("eventstream", live_dir)]
-    for server in servers:
-        server.launch()
-    es = servers[0].wait_ready()
+    es = _es.EventstreamServer("eventstream-idle", live_dir)
+    es.start()
     try:
-        out["fanout"] = {n: (await fanout({"eventstream": es}, n, prof))["eventstream"] for n in (100, 1_000)}
         out["idle"] = await idle(es, "eventstream", prof.idle_counts, SUB_PATH)
     finally:
         stop(es)
@@ -525,6 +520,17 @@ async def run(prof: Profile, quick: bool, tmp: Path, started_servers: list[Serve
         ("lean", BASELINE_APP, copy_db(template, tmp / "lean-live"), {"BENCH_LEAN_LAYER": "1"}),
     )
     pair = {"crows": live_c, "baseline": live_b, "lean": live_l}
+    if not no_eventstream:
+        # django-eventstream takes its turns in the same rounds as the others.
+        t_venv = time.perf_counter()
+        await asyncio.to_thread(_es.ensure_venv)
+        say(f"  django-eventstream venv ready in {time.perf_counter() - t_venv:.1f} s ({_es.VENV})")
+        await asyncio.to_thread(_es.migrate, tmp / "es-live")
+        es_live = _es.EventstreamServer("eventstream", tmp / "es-live")
+        started_servers.append(es_live)
+        es_live.start()
+        es_live.settle()
+        pair["eventstream"] = es_live
     results["fanout"] = {}
     for n in (100, 1_000):
         results["fanout"][n] = await fanout(pair, n, prof)
@@ -640,9 +646,14 @@ async def run(prof: Profile, quick: bool, tmp: Path, started_servers: list[Serve
             for n in (100, 1_000):
                 for p in ("p50", "p99"):
                     if row.metric == f"fan-out to {n:,} subs {p}":
-                        row.es = es["fanout"][n][p]
+                        row.es = f[n]["eventstream"][p]
                 if row.metric == f"server CPU per post to {n:,} subs":
-                    row.es = es["fanout"][n]["cpu_ms"]
+                    row.es = f[n]["eventstream"]["cpu_ms"]
+            for subs in (0, 100):
+                if row.metric == f"POST+emit, 10 posters, {subs} subs":
+                    row.es = tp[subs]["eventstream"]["per_s"]
+                if row.metric == f"server CPU per POST, {subs} subs":
+                    row.es = tp[subs]["eventstream"]["cpu_ms_per_post"]
             if row.metric.startswith("replay of"):
                 row.es = es["replay"]["median"]
             for n in prof.idle_counts:
