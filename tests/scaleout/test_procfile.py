@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -26,6 +27,19 @@ if _why:
 HONCHO = str(Path(PYTHON).with_name("honcho"))
 
 
+def _free_port_pair() -> int:
+    """A port p with p and p + 1 both free (honcho gives web.1 $PORT and web.2 $PORT + 1)."""
+    for _ in range(50):
+        port = free_port()
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", port + 1))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no two consecutive free ports on 127.0.0.1")
+
+
 def test_the_procfile_starts_two_servers_and_two_workers_that_finish_a_list(tmp_path):
     with fresh_postgres_database() as url:
         env = base_env(
@@ -43,7 +57,7 @@ def test_the_procfile_starts_two_servers_and_two_workers_that_finish_a_list(tmp_
              "from django.core.management import call_command; call_command('trust_seed')"],
             cwd=ROOT, env=env, check=True, capture_output=True, timeout=120,
         )
-        port = free_port()
+        port = _free_port_pair()
         log = open(tmp_path / "honcho.log", "wb")
         honcho = subprocess.Popen(
             [HONCHO, "start", "-f", str(ROOT / "Procfile"), "-d", str(ROOT), "-p", str(port),
