@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import httpx
-
 from _stream_servers import ROOT, Server
 
 BENCH = Path(__file__).resolve().parent

@@ -47,6 +47,7 @@ from django.urls import path  # noqa: E402
 
 from flock.models import Event  # noqa: E402  (read only, for replay)
 
+
 class LeanLayer:
     """A minimal in-process channel layer: one asyncio.Queue per channel, no copies, no expiry."""
 
