@@ -1,11 +1,14 @@
-"""The task queue's worker pool: one wake per task, leases, and re-running a dead worker's
-task (the end-to-end SIGKILL test is tests/scaleout/test_workers.py)."""
+"""Background work survives a restart and a dead worker: a task scheduled for later still
+fires, one left running runs again, leases expire, and one ring wakes one thread (the
+end-to-end SIGKILL test is tests/scaleout/test_workers.py)."""
 
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 from django_tasks_db.compat import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
@@ -13,6 +16,47 @@ from django_tasks_db.models import DBTaskResult
 from flock import worker
 from flock.models import TaskLease
 from tests.support.tasks import leave_mark
+
+
+@pytest.mark.live
+def test_a_task_scheduled_for_later_fires_after_the_server_restarted(live_server_factory, tmp_path):
+    server = live_server_factory().start()
+    mark = tmp_path / "mark"
+    result = server.manage(
+        "shell", "-c",
+        "from datetime import timedelta; from django.utils import timezone; "
+        "from tests.support.tasks import leave_mark; "
+        f"leave_mark.using(run_after=timezone.now() + timedelta(seconds=3)).enqueue({str(mark)!r})",
+    )
+    assert result.returncode == 0, result.stderr
+    server.stop(hard=True)
+    assert not mark.exists()
+    server.start()
+    deadline = time.monotonic() + 20
+    while not mark.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert mark.exists(), server.log()[-2000:]
+
+
+@pytest.mark.live
+def test_a_task_running_when_the_server_died_runs_again_after_restart(live_server_factory, tmp_path):
+    server = live_server_factory().start()
+    server.stop(hard=True)
+    mark = tmp_path / "mark"
+    # A task the dead process had claimed: RUNNING, never finished.
+    result = server.manage(
+        "shell", "-c",
+        "from tests.support.tasks import leave_mark; "
+        "from django_tasks_db.models import DBTaskResult; "
+        f"r = leave_mark.enqueue({str(mark)!r}); "
+        "DBTaskResult.objects.filter(id=r.id).update(status='RUNNING')",
+    )
+    assert result.returncode == 0, result.stderr
+    server.start()
+    deadline = time.monotonic() + 20
+    while not mark.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert mark.exists(), server.log()[-2000:]
 
 
 def _running(task_id, *, lease_left_s: float | None, worker_id: str = "gone-0", started_s_ago: float = 1):
