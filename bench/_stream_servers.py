@@ -122,8 +122,10 @@ def fill_events(data_dir: Path, total: int, seed: int = 50) -> tuple[float, int]
 class Server:
     """One daphne process serving `app` from the project root."""
 
-    def __init__(self, name: str, app: str, data_dir: Path, root: Path = ROOT) -> None:
+    def __init__(self, name: str, app: str, data_dir: Path, root: Path = ROOT,
+                 extra_env: dict[str, str] | None = None) -> None:
         self.name = name
+        self.extra_env = extra_env or {}
         self.root = root
         self.app = app
         self.data_dir = data_dir
@@ -136,7 +138,7 @@ class Server:
         self.proc = subprocess.Popen(
             [DAPHNE, "-b", "127.0.0.1", "-p", str(self.port), self.app],
             cwd=self.root,
-            env=env_for(self.data_dir),
+            env={**env_for(self.data_dir), **self.extra_env},
             stdout=log,
             stderr=subprocess.STDOUT,
         )

@@ -15,6 +15,12 @@ nothing but stock Channels pieces:
 - GET /api/state: 200, for the bench's start-up check.
 
 It writes nothing the app owns: its inserts go to `bench_baseline_message`, created here.
+
+With BENCH_LEAN_LAYER=1 it is the *lean* baseline: the same consumers on `LeanLayer`, an
+in-process layer without the stock InMemoryChannelLayer's per-send cost (a deep copy of
+every message, a task per group member, and a walk over every member to expire old ones:
+O(N^2) per fan-out). `group_send` puts the one message on each member's queue, so the
+comparison with the app is fair to bare Channels.
 """
 
 from __future__ import annotations
@@ -40,6 +46,68 @@ from django.db import connection, transaction  # noqa: E402
 from django.urls import path  # noqa: E402
 
 from flock.models import Event  # noqa: E402  (read only, for replay)
+
+
+class LeanLayer:
+    """A minimal in-process channel layer: one asyncio.Queue per channel, no copies, no expiry."""
+
+    extensions = ["groups"]
+
+    def __init__(self) -> None:
+        self.channels: dict[str, asyncio.Queue] = {}
+        self.groups: dict[str, set[str]] = {}
+        self._n = 0
+
+    async def new_channel(self, prefix: str = "specific.") -> str:
+        self._n += 1
+        name = f"{prefix}lean!{self._n}"
+        self.channels[name] = asyncio.Queue()
+        return name
+
+    async def send(self, channel: str, message: dict) -> None:
+        queue = self.channels.get(channel)
+        if queue is not None:
+            queue.put_nowait(message)
+
+    async def receive(self, channel: str) -> dict:
+        queue = self.channels.get(channel)
+        if queue is None:
+            queue = self.channels[channel] = asyncio.Queue()
+        return await queue.get()
+
+    async def group_add(self, group: str, channel: str) -> None:
+        self.groups.setdefault(group, set()).add(channel)
+
+    async def group_discard(self, group: str, channel: str) -> None:
+        members = self.groups.get(group)
+        if members is not None:
+            members.discard(channel)
+        self.channels.pop(channel, None)
+
+    async def group_send(self, group: str, message: dict) -> None:
+        for channel in self.groups.get(group, ()):
+            queue = self.channels.get(channel)
+            if queue is not None:
+                queue.put_nowait(message)
+
+    async def flush(self) -> None:
+        self.channels.clear()
+        self.groups.clear()
+
+    async def close(self) -> None:
+        pass
+
+    def valid_channel_name(self, name: str, receive: bool = False) -> bool:
+        return True
+
+    def valid_group_name(self, name: str) -> bool:
+        return True
+
+
+if os.environ.get("BENCH_LEAN_LAYER") == "1":
+    from channels.layers import channel_layers
+
+    channel_layers.backends["default"] = LeanLayer()
 
 TABLE = "bench_baseline_message"
 PAGE = 1000

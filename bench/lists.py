@@ -1,23 +1,35 @@
-"""List pipeline benchmark: lists end to end beside a bare POST-to-event baseline, same run.
+"""List pipeline benchmark: lists end to end beside a bare POST-to-event baseline, same run,
+on SQLite, on PostgreSQL, and in the scale-out shape (2 servers + 2 db_workers).
 
-    .venv/bin/python bench/lists.py [--lists 20] [--items 10] [--concurrency 5] [--json out.json]
+    .venv/bin/python bench/lists.py [--modes sqlite,postgres,scaleout] [--latency-ms 200]
+        [--lists 20] [--items 10] [--concurrency 5] [--alone 5] [--json out.json]
 
-Starts one real daphne on 127.0.0.1 with the mock brain, on a freshly migrated SQLite copy
-in a temp dir, with the whole flock trusted (`manage.py trust_seed`, so every verdict is
-`auto`) and Jev warm. Then, from this process (which shares the cores with the server):
+Each mode starts its own processes on 127.0.0.1 with the mock brain (answering after
+--latency-ms, standing in for a model), a freshly migrated database, the whole flock
+trusted (`manage.py trust_seed`, so every verdict is `auto`) and Jev warm:
+
+- sqlite: one daphne with the embedded worker, SQLite WAL;
+- postgres: the same on a fresh PostgreSQL database (127.0.0.1:5432, CROWS_TEST_PG_ADMIN);
+- scaleout: two daphne servers (embedded worker off) and two `manage.py db_worker`s on a
+  fresh PostgreSQL database and Redis (127.0.0.1:6379); lists are posted to the servers in
+  turn and watched on the first one's firehose.
+
+Every process runs CROWS_WORKER_THREADS=8 worker threads; CROWS_MAX_IN_FLIGHT is raised to
+--max-in-flight (default 32) in every mode, so the flock-wide flight cap does not hide
+what the modes can do. Then, from this process (which shares the cores with the servers):
 
 1. lists under load: posts --lists lists of --items items each (a fixed mix of solo, split
    and murder items), --concurrency at a time, and times each from just before its POST
    to its `list.finished` on the firehose. Reports lists per minute (first POST to last
    finish), p50/p99 latency, items answered and skipped (by reason), and tokens used.
-2. one list at a time: --alone lists posted one after another, each after the previous
-   finished: the latency of a list on an idle flock.
+2. one list at a time (--alone, sqlite mode only by default): lists posted one after
+   another: the latency of a list on an idle flock.
 3. baseline: the same numbers of bare `POST /api/nests/todo/messages` at the same
    concurrency (crows not invoked), each timed from just before its POST to its
    `nest.message` on the same firehose: the spine's own POST-to-event round trip.
 
-Prints each beside its baseline, with the ratio. Not part of the test suite; every server it starts is stopped
-on exit, Ctrl+C or error.
+Prints each mode beside the others, with the ratios. Not part of the test suite; every
+process it starts is stopped on exit, Ctrl+C or error.
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -44,7 +57,7 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from tests.support.server import PYTHON, LiveServer, SqliteTemplate, base_env  # noqa: E402
+from tests.support.server import PYTHON, LiveServer, SqliteTemplate, base_env, migrate  # noqa: E402
 from tests.support.sse import SSEClient  # noqa: E402
 
 ITEMS = [
@@ -114,33 +127,111 @@ class Firehose:
         self.client.close()
 
 
-def start_server(work: Path) -> LiveServer:
-    template = SqliteTemplate(work / "template-root")
-    data_dir = template.fresh_dir("server")
-    env = base_env(CROWS_DATA_DIR=str(data_dir))
-    # Trust everyone, and train Jev once, before the server starts.
+SERVER_ENV = {
+    "CROWS_LIST_RATE_PER_MIN": "1000000",
+    "CROWS_NEST_POST_RATE_PER_MIN": "1000000",
+    "CROWS_EXCHANGES_PER_TURN": "0",
+    "CROWS_WORKER_THREADS": "8",
+}
+
+
+class Shape:
+    """The processes of one mode: servers (the first carries the firehose) and workers."""
+
+    def __init__(self) -> None:
+        self.servers: list[LiveServer] = []
+        self.workers: list[subprocess.Popen[bytes]] = []
+        self.cleanup: list[Any] = []
+
+    def stop(self) -> None:
+        for w in self.workers:
+            if w.poll() is None:
+                w.send_signal(signal.SIGTERM)
+        for server in self.servers:
+            server.stop()
+        for w in self.workers:
+            try:
+                w.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                w.kill()
+                w.wait()
+        for done in reversed(self.cleanup):
+            done()
+
+    def rss_mib(self) -> float:
+        pids = [s.proc.pid for s in self.servers if s.proc] + [w.pid for w in self.workers]
+        total = 0
+        for pid in pids:
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+            except OSError:
+                pass
+        return total / 1024
+
+
+def _prepare(env: dict[str, str]) -> None:
+    # Trust everyone, and train Jev once, before the servers start.
     subprocess.run(
         [PYTHON, "manage.py", "shell", "-c",
          "from django.core.management import call_command; call_command('trust_seed'); "
          "from flock.jev import warm; warm()"],
         cwd=ROOT, env=env, check=True, capture_output=True, timeout=600,
     )
-    server = LiveServer(data_dir, env={
-        "CROWS_LIST_RATE_PER_MIN": "1000000",
-        "CROWS_NEST_POST_RATE_PER_MIN": "1000000",
-        "CROWS_EXCHANGES_PER_TURN": "0",
-    })
-    return server.start(timeout=60)
 
 
-def run_lists(server: LiveServer, hose: Firehose, *, lists: int, items: int, concurrency: int) -> dict[str, Any]:
+def start_shape(mode: str, work: Path, extra: dict[str, str]) -> Shape:
+    shape = Shape()
+    env = {**SERVER_ENV, **extra}
+    data_dir = work / mode
+    data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        if mode == "sqlite":
+            template = SqliteTemplate(work / "template-root")
+            data_dir = template.fresh_dir(mode)
+            _prepare(base_env(CROWS_DATA_DIR=str(data_dir), **env))
+            shape.servers.append(LiveServer(data_dir, env=env).start(timeout=90))
+            return shape
+        from tests.support.services import fresh_postgres_database, missing_postgres, missing_services
+
+        why = missing_services() if mode == "scaleout" else missing_postgres()
+        if why:
+            raise SystemExit(f"mode {mode}: {why}")
+        database = fresh_postgres_database()
+        env["DATABASE_URL"] = database.__enter__()
+        shape.cleanup.append(lambda: database.__exit__(None, None, None))
+        full = base_env(CROWS_DATA_DIR=str(data_dir), **env)
+        migrate(full)
+        _prepare(full)
+        if mode == "postgres":
+            shape.servers.append(LiveServer(data_dir, env=env).start(timeout=90))
+            return shape
+        env = {**env, "REDIS_URL": "redis://127.0.0.1:6379/0", "CROWS_EMBEDDED_WORKER": "0"}
+        full = base_env(CROWS_DATA_DIR=str(data_dir), **env)
+        for n in range(2):
+            log = open(data_dir / f"worker-{n}.log", "ab")
+            shape.workers.append(subprocess.Popen(
+                [PYTHON, "manage.py", "db_worker", "--worker-id", f"bench-{n}-{uuid.uuid4().hex[:6]}"],
+                cwd=ROOT, env=full, stdout=log, stderr=subprocess.STDOUT,
+            ))
+        for _ in range(2):
+            shape.servers.append(LiveServer(data_dir, env=env).start(timeout=90))
+        return shape
+    except BaseException:
+        shape.stop()
+        raise
+
+
+def run_lists(servers: list[LiveServer], hose: Firehose, *, lists: int, items: int, concurrency: int) -> dict[str, Any]:
     text_for = ["\n".join(f"- {ITEMS[(n + k) % len(ITEMS)]}" for k in range(items)) for n in range(lists)]
     started: dict[str, float] = {}
 
     def post(n: int) -> None:
         with httpx.Client(timeout=60) as client:
             t0 = time.perf_counter()
-            r = client.post(f"{server.url}/api/lists", json={"text": text_for[n], "requester": f"bench-{n % 10}"})
+            url = servers[n % len(servers)].url
+            r = client.post(f"{url}/api/lists", json={"text": text_for[n], "requester": f"bench-{n % 10}"})
             r.raise_for_status()
             started[r.json()["list_id"]] = t0
 
@@ -169,7 +260,7 @@ def run_lists(server: LiveServer, hose: Firehose, *, lists: int, items: int, con
     }
 
 
-def run_baseline(server: LiveServer, hose: Firehose, *, count: int, concurrency: int) -> dict[str, Any]:
+def run_baseline(servers: list[LiveServer], hose: Firehose, *, count: int, concurrency: int) -> dict[str, Any]:
     started: dict[str, float] = {}
     stamp = uuid.uuid4().hex[:12]  # each round's texts are its own
 
@@ -177,7 +268,8 @@ def run_baseline(server: LiveServer, hose: Firehose, *, count: int, concurrency:
         text = f"bench {stamp} message {n}"
         with httpx.Client(timeout=60) as client:
             t0 = time.perf_counter()
-            r = client.post(f"{server.url}/api/nests/todo/messages", json={"author": "owner", "text": text})
+            url = servers[n % len(servers)].url
+            r = client.post(f"{url}/api/nests/todo/messages", json={"author": "owner", "text": text})
             r.raise_for_status()
             started[text] = t0
 
@@ -197,79 +289,88 @@ def run_baseline(server: LiveServer, hose: Firehose, *, count: int, concurrency:
     }
 
 
+def run_mode(mode: str, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    extra = {"CROWS_MOCK_LATENCY_MS": str(args.latency_ms), "CROWS_MAX_IN_FLIGHT": str(args.max_in_flight)}
+    print(f"[{mode}] starting ...", flush=True)
+    shape = start_shape(mode, work, extra)
+    hose: Firehose | None = None
+    try:
+        hose = Firehose(shape.servers[0].url)
+        # One small list first, so the first measured one does not pay for warming up.
+        run_lists(shape.servers, hose, lists=len(shape.servers), items=1, concurrency=len(shape.servers))
+        lists = run_lists(shape.servers, hose, lists=args.lists, items=args.items, concurrency=args.concurrency)
+        rss = shape.rss_mib()
+        base = run_baseline(shape.servers, hose, count=args.lists, concurrency=args.concurrency)
+        alone = []
+        if mode in args.alone_modes:
+            alone = [run_lists(shape.servers, hose, lists=1, items=args.items, concurrency=1)
+                     for _ in range(args.alone)]
+    finally:
+        if hose is not None:
+            hose.close()
+        shape.stop()
+    alone_ms = [a["p50_ms"] for a in alone]
+    result = {"mode": mode, "lists": lists, "baseline": base, "rss_mib_all_processes": rss,
+              "load_average_after": os.getloadavg()}
+    if alone_ms:
+        result["alone"] = {"lists": len(alone), "p50_ms": percentile(alone_ms, 50), "p99_ms": percentile(alone_ms, 99)}
+    print(f"[{mode}] {lists['lists_per_min']:.1f} lists/min, p50 {lists['p50_ms']:.0f} ms, "
+          f"p99 {lists['p99_ms']:.0f} ms; baseline {base['per_min']:.0f} posts/min; load {os.getloadavg()[0]:.2f}",
+          flush=True)
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--modes", default="sqlite,postgres,scaleout")
+    parser.add_argument("--latency-ms", type=float, default=200.0, help="the mock brain's latency")
+    parser.add_argument("--max-in-flight", type=int, default=32)
     parser.add_argument("--lists", type=int, default=20)
     parser.add_argument("--items", type=int, default=10)
     parser.add_argument("--concurrency", type=int, default=5)
-    parser.add_argument("--alone", type=int, default=5, help="lists posted one at a time")
+    parser.add_argument("--alone", type=int, default=3, help="lists posted one at a time")
+    parser.add_argument("--alone-modes", default="sqlite,postgres,scaleout")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     if not 1 <= args.items <= 20:
         parser.error("--items must be 1-20 (a list holds at most 20)")
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if not modes or set(modes) - {"sqlite", "postgres", "scaleout"}:
+        parser.error("--modes is a comma-separated subset of sqlite,postgres,scaleout")
+    args.alone_modes = {m.strip() for m in args.alone_modes.split(",")}
 
     work = Path(tempfile.mkdtemp(prefix="crows-bench-lists-"))
-    server: LiveServer | None = None
-    hose: Firehose | None = None
+    results: dict[str, Any] = {}
     try:
-        print(f"starting daphne (mock brain, trusted flock) in {work} ...", flush=True)
-        server = start_server(work)
-        hose = Firehose(server.url)
-        # One small list first, so the first measured one does not pay for loading Jev.
-        warm = run_lists(server, hose, lists=1, items=1, concurrency=1)
-        del warm
-        lists = run_lists(server, hose, lists=args.lists, items=args.items, concurrency=args.concurrency)
-        base = run_baseline(server, hose, count=args.lists, concurrency=args.concurrency)
-        alone = [run_lists(server, hose, lists=1, items=args.items, concurrency=1) for _ in range(args.alone)]
-        alone_base = [run_baseline(server, hose, count=1, concurrency=1) for _ in range(args.alone)]
+        for mode in modes:
+            results[mode] = run_mode(mode, work, args)
     finally:
-        if hose is not None:
-            hose.close()
-        if server is not None:
-            server.stop()
         shutil.rmtree(work, ignore_errors=True)
 
-    alone_ms = [a["p50_ms"] for a in alone]
-    alone_base_ms = [b["p50_ms"] for b in alone_base]
-    result = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        "load_average": os.getloadavg(),
-        "lists": lists,
-        "baseline": base,
-        "ratio": {
-            "p50": lists["p50_ms"] / base["p50_ms"],
-            "p99": lists["p99_ms"] / base["p99_ms"],
-            "per_min": lists["lists_per_min"] / base["per_min"],
-        },
-        "alone": {
-            "lists": len(alone),
-            "p50_ms": percentile(alone_ms, 50),
-            "p99_ms": percentile(alone_ms, 99),
-            "baseline_p50_ms": percentile(alone_base_ms, 50),
-            "baseline_p99_ms": percentile(alone_base_ms, 99),
-        },
-    }
     print()
-    print(f"{'':34}{'lists':>12}{'baseline':>12}{'ratio':>10}")
-    print(f"{'per minute (end to end)':34}{lists['lists_per_min']:>12.1f}{base['per_min']:>12.1f}"
-          f"{result['ratio']['per_min']:>10.4f}")
-    print(f"{'p50 POST -> last event (ms)':34}{lists['p50_ms']:>12.0f}{base['p50_ms']:>12.1f}"
-          f"{result['ratio']['p50']:>10.0f}")
-    print(f"{'p99 POST -> last event (ms)':34}{lists['p99_ms']:>12.0f}{base['p99_ms']:>12.1f}"
-          f"{result['ratio']['p99']:>10.0f}")
-    a = result["alone"]
-    print(f"{'one list at a time, p50 (ms)':34}{a['p50_ms']:>12.0f}{a['baseline_p50_ms']:>12.1f}"
-          f"{a['p50_ms'] / a['baseline_p50_ms']:>10.0f}")
-    print(f"{'one list at a time, p99 (ms)':34}{a['p99_ms']:>12.0f}{a['baseline_p99_ms']:>12.1f}"
-          f"{a['p99_ms'] / a['baseline_p99_ms']:>10.0f}")
-    print()
-    print(f"{lists['lists']} lists x {lists['items_per_list']} items, {lists['concurrency']} posting at once, "
-          f"in {lists['wall_s']:.1f} s: {lists['items_answered']} items answered, skipped {lists['items_skipped'] or 'none'}, "
-          f"{lists['banter_lines']} banter lines, {lists['tokens_per_list_mean']:.0f} tokens per list on average.")
-    print(f"baseline: {base['posts']} bare nest-message POSTs, each timed to its nest.message on the firehose.")
-    print(f"{result['machine']}; load average after the run {result['load_average'][0]:.2f}")
+    print(f"{'mode':10}{'lists/min':>11}{'p50 ms':>9}{'p99 ms':>9}{'alone p50':>11}"
+          f"{'items ok':>9}{'skipped':>9}{'base/min':>10}{'RSS MiB':>9}")
+    for mode, r in results.items():
+        lists = r["lists"]
+        alone = r.get("alone", {}).get("p50_ms", float("nan"))
+        print(f"{mode:10}{lists['lists_per_min']:>11.1f}{lists['p50_ms']:>9.0f}{lists['p99_ms']:>9.0f}"
+              f"{alone:>11.0f}{lists['items_answered']:>9}{sum(lists['items_skipped'].values()):>9}"
+              f"{r['baseline']['per_min']:>10.0f}{r['rss_mib_all_processes']:>9.0f}")
+    ratios = {}
+    per_min = {m: r["lists"]["lists_per_min"] for m, r in results.items()}
+    if "sqlite" in per_min and "postgres" in per_min:
+        ratios["postgres_vs_sqlite"] = per_min["postgres"] / per_min["sqlite"]
+    if "postgres" in per_min and "scaleout" in per_min:
+        ratios["scaleout_vs_postgres"] = per_min["scaleout"] / per_min["postgres"]
+    for name, value in ratios.items():
+        print(f"{name}: {value:.2f}x lists/min")
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    print(f"{args.lists} lists x {args.items} items, {args.concurrency} posting at once, mock latency "
+          f"{args.latency_ms:.0f} ms, max in flight {args.max_in_flight}; {machine}")
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
+        args.json.write_text(json.dumps({"machine": machine, "args": {k: (sorted(v) if isinstance(v, set) else v)
+                                         for k, v in vars(args).items() if k != "json"},
+                                         "results": results, "ratios": ratios}, indent=2, default=str))
     return 0
 
 

@@ -8,7 +8,12 @@ AsyncHttpConsumer + stock InMemoryChannelLayer groups, same Django settings). Al
 are raw asyncio sockets in this one process, which shares the 2 cores with the servers.
 Each server is measured only once it is quiet (start-up work such as model loading done).
 
-Measures, for both servers, and prints crows, baseline and crows/baseline:
+A third server, the *lean* baseline (the same baseline app with BENCH_LEAN_LAYER=1: an
+in-process layer without the stock InMemoryChannelLayer's per-send cost), and a fourth,
+django-eventstream (5 below), join phases 1 and 2 and take their turns in the same rounds;
+replay and idle streams do not touch the layer, so the lean baseline skips them.
+
+Measures, for the servers, and prints crows, baseline, crows/baseline, lean, crows/lean:
 1. fan-out latency p50/p99 to 100 and 1,000 subscribers of /api/events?nest_id=todo: the
    time from just before a POST of an owner message to each subscriber seeing its text,
    and the server CPU time per round (steadier than latency on a shared machine);
@@ -17,6 +22,12 @@ Measures, for both servers, and prints crows, baseline and crows/baseline:
 4. replay: connect with since=0 until the 10,000th stored event has arrived (on the
    servers of 3, once their streams are closed; see _stream_servers.FILL_EVENTS for how
    the 10,000 events are made).
+5. django-eventstream (5.3.4, the standard Django SSE library), installed by the bench into
+   its own venv (.data/bench-venvs/eventstream, once) and served by daphne from
+   bench/eventstream_app on the same paths: fan-out p50/p99 at 100 and 1,000, memory per
+   idle stream, replay of 10,000 stored events (DjangoModelStorage); and, for it and for
+   the app, events lost and duplicated when 3 readers drop and resume with Last-Event-ID
+   at random moments while 4 writers post 25 messages each (--no-eventstream skips 5).
 Crows and baseline rounds alternate, so a machine busy with something else hurts both.
 Not part of the test suite. Loopback only; every loop is bounded; every server it started
 is stopped on exit, Ctrl+C or error. Figures and findings: docs/PERFORMANCE.md, "Stream".
@@ -44,6 +55,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _eventstream as _es  # noqa: E402
 from _stream_clients import Poster, SSEClient, Watch, close_all, open_many, open_sse, percentile  # noqa: E402
 from _stream_servers import (  # noqa: E402
     BASELINE_APP,
@@ -104,6 +116,8 @@ class Row:
     target: str = ""
     met: bool | None = None
     note: str = ""
+    lean: float | None = None  # the lean bare-Channels baseline, where the layer matters
+    es: float | None = None  # django-eventstream
 
 
 def say(text: str) -> None:
@@ -268,9 +282,9 @@ async def throughput(servers: dict[str, Server], subs: int, prof: Profile) -> di
 # -- 3. replay -------------------------------------------------------------------------------
 
 
-async def replay_once(server: Server, total: int) -> float:
+async def replay_once(server: Server, total: int, path: str = REPLAY_PATH) -> float:
     t0 = time.perf_counter()
-    client = await open_sse(server.port, REPLAY_PATH, count_target=total)
+    client = await open_sse(server.port, path, count_target=total)
     try:
         arrived = await asyncio.wait_for(client.counted, timeout=60)
     finally:
@@ -381,10 +395,13 @@ def fmt(value: float | None, unit: str) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    head = ["metric", "crows", "baseline", "ratio", "target", "met?"]
+    head = ["metric", "crows", "baseline", "ratio", "lean", "ratio to lean", "eventstream", "ratio to es",
+            "target", "met?"]
     lines = []
     for r in rows:
         ratio = (r.crows / r.baseline) if (r.crows is not None and r.baseline) else None
+        lean_ratio = (r.crows / r.lean) if (r.crows is not None and r.lean) else None
+        es_ratio = (r.crows / r.es) if (r.crows is not None and r.es) else None
         met = "-" if r.met is None else ("yes" if r.met else "NO")
         lines.append(
             [
@@ -392,6 +409,10 @@ def table(rows: list[Row]) -> str:
                 fmt(r.crows, r.unit),
                 fmt(r.baseline, r.unit),
                 f"{ratio:.2f}x" if ratio is not None else "-",
+                fmt(r.lean, r.unit),
+                f"{lean_ratio:.2f}x" if lean_ratio is not None else "-",
+                fmt(r.es, r.unit),
+                f"{es_ratio:.2f}x" if es_ratio is not None else "-",
                 r.target or "-",
                 met,
             ]
@@ -412,10 +433,58 @@ def table(rows: list[Row]) -> str:
     return "\n".join([render(head), sep, *(render(x) for x in lines)])
 
 
-async def run(prof: Profile, quick: bool, tmp: Path, started_servers: list[Server]) -> tuple[list[Row], dict]:
-    def start(*specs: tuple[str, str, Path]) -> list[Server]:
+async def eventstream_phase(prof: Profile, tmp: Path, template: Path, start, stop) -> dict:
+    """django-eventstream on the same paths: fan-out, idle memory, replay of 10,000, and
+    lost/duplicated events under reconnects with 4 concurrent writers (the app measured
+    the same way, here, for the last)."""
+    out: dict = {}
+    live_dir = tmp / "es-idle"
+    await asyncio.to_thread(_es.migrate, live_dir)
+    es = _es.EventstreamServer("eventstream-idle", live_dir)
+    es.start()
+    try:
+        out["idle"] = await idle(es, "eventstream", prof.idle_counts, SUB_PATH)
+    finally:
+        stop(es)
+    replay_dir = tmp / "es-replay"
+    await asyncio.to_thread(_es.migrate, replay_dir)
+    # One more stored event than the app's: a resume names an event that exists, and gets
+    # the ones after it (the library answers an unknown id with stream-reset).
+    await asyncio.to_thread(_es.fill, replay_dir, REPLAY_EVENTS + 1)
+    es = _es.EventstreamServer("eventstream-replay", replay_dir)
+    es.start()
+    try:
+        path = "/api/events?nest_id=todo&since=1"
+        await replay_once(es, REPLAY_EVENTS, path)  # warm-up
+        times = [await replay_once(es, REPLAY_EVENTS, path) for _ in range(prof.replay_runs)]
+        out["replay"] = {"median": statistics.median(times), "min": min(times), "max": max(times)}
+        say(f"  eventstream replay of {REPLAY_EVENTS}: median {out['replay']['median']:.1f} ms")
+    finally:
+        stop(es)
+    # Reconnects: 3 readers dropping and resuming with Last-Event-ID while 4 writers post.
+    rc_dir = tmp / "es-rc"
+    await asyncio.to_thread(_es.migrate, rc_dir)
+    es = _es.EventstreamServer("eventstream-rc", rc_dir)
+    (crows,) = start(("crows-rc", CROWS_APP, copy_db(template, tmp / "crows-rc")))
+    es.start()
+    try:
+        out["reconnect"] = {}
+        for name, server in (("crows", crows), ("eventstream", es)):
+            out["reconnect"][name] = await asyncio.to_thread(
+                _es.reconnect_check, f"http://127.0.0.1:{server.port}", writers=4, per_writer=25, readers=3
+            )
+            say(f"  {name:11} reconnects, 4 writers: {out['reconnect'][name]}")
+    finally:
+        stop(es, crows)
+    return out
+
+
+async def run(prof: Profile, quick: bool, tmp: Path, started_servers: list[Server],
+              no_eventstream: bool = False) -> tuple[list[Row], dict]:
+    def start(*specs: tuple) -> list[Server]:
         """Launch daphnes side by side (start-up is mostly imports), then wait for each."""
-        servers = [Server(name, app, data_dir) for name, app, data_dir in specs]
+        servers = [Server(spec[0], spec[1], spec[2], extra_env=spec[3] if len(spec) > 3 else None)
+                   for spec in specs]
         for server in servers:
             started_servers.append(server)
             server.launch()
@@ -445,11 +514,23 @@ async def run(prof: Profile, quick: bool, tmp: Path, started_servers: list[Serve
     say(f"stored {REPLAY_EVENTS} events on nest todo in {took:.1f} s")
 
     phase("[1/4] fan-out latency and [2/4] emit throughput")
-    live_c, live_b = start(
+    live_c, live_b, live_l = start(
         ("crows", CROWS_APP, copy_db(template, tmp / "crows-live")),
         ("baseline", BASELINE_APP, copy_db(template, tmp / "baseline-live")),
+        ("lean", BASELINE_APP, copy_db(template, tmp / "lean-live"), {"BENCH_LEAN_LAYER": "1"}),
     )
-    pair = {"crows": live_c, "baseline": live_b}
+    pair = {"crows": live_c, "baseline": live_b, "lean": live_l}
+    if not no_eventstream:
+        # django-eventstream takes its turns in the same rounds as the others.
+        t_venv = time.perf_counter()
+        await asyncio.to_thread(_es.ensure_venv)
+        say(f"  django-eventstream venv ready in {time.perf_counter() - t_venv:.1f} s ({_es.VENV})")
+        await asyncio.to_thread(_es.migrate, tmp / "es-live")
+        es_live = _es.EventstreamServer("eventstream", tmp / "es-live")
+        started_servers.append(es_live)
+        es_live.start()
+        es_live.settle()
+        pair["eventstream"] = es_live
     results["fanout"] = {}
     for n in (100, 1_000):
         results["fanout"][n] = await fanout(pair, n, prof)
@@ -478,6 +559,10 @@ async def run(prof: Profile, quick: bool, tmp: Path, started_servers: list[Serve
     results["replay"] = await replay(pair, prof)
     stop(*pair.values())
 
+    if not no_eventstream:
+        phase("[5/5] django-eventstream (its own venv) and reconnects under 4 writers")
+        results["eventstream"] = await eventstream_phase(prof, tmp, template, start, stop)
+
     phase("done")
     rows: list[Row] = []
     f = results["fanout"]
@@ -488,7 +573,8 @@ async def run(prof: Profile, quick: bool, tmp: Path, started_servers: list[Serve
                 target = f"<= {TARGET_FANOUT_P99_MS:.0f}"
                 met = f[n]["crows"]["p99"] <= TARGET_FANOUT_P99_MS and f[n]["crows"]["missed"] == 0
             rows.append(
-                Row(f"fan-out to {n:,} subs {p}", f[n]["crows"][p], f[n]["baseline"][p], "ms", target, met)
+                Row(f"fan-out to {n:,} subs {p}", f[n]["crows"][p], f[n]["baseline"][p], "ms", target, met,
+                    lean=f[n]["lean"][p])
             )
         rows.append(
             Row(
@@ -496,6 +582,7 @@ async def run(prof: Profile, quick: bool, tmp: Path, started_servers: list[Serve
                 f[n]["crows"]["cpu_ms"],
                 f[n]["baseline"]["cpu_ms"],
                 "ms",
+                lean=f[n]["lean"]["cpu_ms"],
             )
         )
     tp = results["throughput"]
@@ -506,6 +593,16 @@ async def run(prof: Profile, quick: bool, tmp: Path, started_servers: list[Serve
                 tp[subs]["crows"]["per_s"],
                 tp[subs]["baseline"]["per_s"],
                 "/s",
+                lean=tp[subs]["lean"]["per_s"],
+            )
+        )
+        rows.append(
+            Row(
+                f"server CPU per POST, {subs} subs",
+                tp[subs]["crows"]["cpu_ms_per_post"],
+                tp[subs]["baseline"]["cpu_ms_per_post"],
+                "ms",
+                lean=tp[subs]["lean"]["cpu_ms_per_post"],
             )
         )
     rp = results["replay"]
@@ -543,6 +640,31 @@ async def run(prof: Profile, quick: bool, tmp: Path, started_servers: list[Serve
                 (c["kib_per_conn"] <= TARGET_IDLE_KIB) if is_target else None,
             )
         )
+    if "eventstream" in results:
+        es = results["eventstream"]
+        for row in rows:
+            for n in (100, 1_000):
+                for p in ("p50", "p99"):
+                    if row.metric == f"fan-out to {n:,} subs {p}":
+                        row.es = f[n]["eventstream"][p]
+                if row.metric == f"server CPU per post to {n:,} subs":
+                    row.es = f[n]["eventstream"]["cpu_ms"]
+            for subs in (0, 100):
+                if row.metric == f"POST+emit, 10 posters, {subs} subs":
+                    row.es = tp[subs]["eventstream"]["per_s"]
+                if row.metric == f"server CPU per POST, {subs} subs":
+                    row.es = tp[subs]["eventstream"]["cpu_ms_per_post"]
+            if row.metric.startswith("replay of"):
+                row.es = es["replay"]["median"]
+            for n in prof.idle_counts:
+                if row.metric == f"memory per idle stream at {n:,}":
+                    row.es = es["idle"][n]["kib_per_conn"]
+                if row.metric == f"idle streams held of {n:,}":
+                    row.es = es["idle"][n]["held"]
+        rc = es["reconnect"]
+        for what in ("lost", "duplicated"):
+            rows.append(Row(f"events {what}, 3 readers reconnecting, 4 writers x 25", rc["crows"][what], None,
+                            "events", "0", rc["crows"][what] == 0, es=rc["eventstream"][what]))
     if quick:
         rows.append(
             Row(
@@ -563,6 +685,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer rounds, 1,000 idle streams only (~1 min)")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (databases, daphne logs)")
+    parser.add_argument("--no-eventstream", action="store_true",
+                        help="skip the django-eventstream comparison (and its venv)")
     args = parser.parse_args()
     prof = QUICK if args.quick else FULL
 
@@ -582,7 +706,7 @@ def main() -> int:
     t0 = time.perf_counter()
     failed = False
     try:
-        rows, results = asyncio.run(asyncio.wait_for(run(prof, args.quick, tmp, servers), timeout=900))
+        rows, results = asyncio.run(asyncio.wait_for(run(prof, args.quick, tmp, servers, args.no_eventstream), timeout=1800))
     except (KeyboardInterrupt, SystemExit):
         say("\ninterrupted; servers stopped")
         return 130

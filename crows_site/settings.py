@@ -34,8 +34,9 @@ INSTALLED_APPS = [
     "channels",
     # Only for its static files: /api/docs serves Swagger UI from here, never from a CDN.
     "ninja",
-    "django_tasks_db",
+    # flock before django_tasks_db: its `db_worker` (threads, leases) replaces the stock one.
     "flock.apps.FlockConfig",
+    "django_tasks_db",
     "trust.apps.TrustConfig",
     "nests.apps.NestsConfig",
 ]
@@ -184,6 +185,9 @@ CROWS_RETENTION_DAYS = env_int("CROWS_RETENTION_DAYS", 0, minimum=0, maximum=365
 CROWS_EMBEDDED_WORKER = env_bool("CROWS_EMBEDDED_WORKER", True)
 CROWS_WORKER_THREADS = env_int("CROWS_WORKER_THREADS", 8, minimum=1, maximum=64)
 CROWS_WORKER_POLL_S = env_float("CROWS_WORKER_POLL_S", 0.5, minimum=0.01)
+# A worker's claim on a task lasts this long unless its heartbeat renews it; a task whose
+# worker died runs again elsewhere once its lease runs out (docs/STREAM.md).
+CROWS_TASK_LEASE_S = env_float("CROWS_TASK_LEASE_S", 30.0, minimum=0.5, maximum=3600.0)
 
 # How often a process with open streams looks for events written by another process
 # (a management command, a db_worker) when no cross-process channel layer told it.

@@ -12,8 +12,7 @@ from ninja import Router, Schema
 from pydantic import BaseModel, ConfigDict
 
 from flock import queries as flock_queries
-from flock.events import EVENT_NAMES
-from flock.models import Event
+from flock.events import EVENT_NAMES, final_horizon
 from flock.schemas import errors
 from flock.stream.hub import hub
 
@@ -77,7 +76,7 @@ class StateOut(BaseModel):
 
 @router.get("/state", response={200: StateOut, **errors()})
 def state(request: HttpRequest) -> dict[str, Any]:
-    last = Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    last = final_horizon()  # every id up to it is final: a safe cursor (docs/STREAM.md)
     snapshot: dict[str, Any] = {
         "protocol": PROTOCOL,
         "capabilities": sorted(EVENT_NAMES),

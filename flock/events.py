@@ -2,15 +2,15 @@
 
 `emit` is called only from actions, inside their transaction. The row is the truth; the
 publish after commit is only a doorbell for open streams, which read the database on
-any doubt. To keep the stream gap-free, commit order must equal id order: SQLite's
-IMMEDIATE transactions already serialise writers, and on PostgreSQL emit takes one
-transaction-scoped advisory lock before inserting, so a later id never commits first.
+any doubt. Writers never wait for each other: on PostgreSQL ids may commit out of order,
+so readers trust ids only up to `final_horizon()`, the largest id below which no
+transaction is still in flight (docs/STREAM.md, "Ordering without a global lock").
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,7 +23,10 @@ from flock.models import Event
 # Apps add theirs at import time with `register_event_names`.
 EVENT_NAMES: list[str] = []
 
-_ADVISORY_LOCK_KEY = 0x63726F7773  # "crows"
+# Advisory lock keys (int8) of the id floors in-flight writers hold: FLOOR_KEY_BASE + id.
+# pg_locks shows an int8 key as classid (high 32 bits) and objid (low 32 bits), objsubid 1.
+FLOOR_KEY_BASE = 1 << 48
+_SEQUENCES: dict[str, str] = {}
 
 
 def register_event_names(*names: str) -> None:
@@ -33,13 +36,58 @@ def register_event_names(*names: str) -> None:
 
 
 def lock_event_log() -> None:
-    """Take the event log's transaction-scoped lock (PostgreSQL; SQLite's IMMEDIATE
-    transactions already serialise writers). emit takes it before inserting; an action that
-    locks rows and then emits takes it first, so every transaction takes the two in one
-    order (advisory lock, then rows) and none deadlocks. Re-entrant within a transaction."""
-    if connection.vendor == "postgresql":
+    """Kept for callers written when the event log had one global lock: ordering no longer
+    needs one (docs/STREAM.md), so this does nothing. Row locks still order what they
+    guard."""
+
+
+def _event_sequence() -> str:
+    alias = connection.alias
+    if alias not in _SEQUENCES:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ADVISORY_LOCK_KEY])
+            cursor.execute("SELECT pg_get_serial_sequence(%s, 'id')", [Event._meta.db_table])
+            _SEQUENCES[alias] = cursor.fetchone()[0]
+    return _SEQUENCES[alias]
+
+
+def _hold_id_floor() -> None:
+    """PostgreSQL: before taking an id, hold a shared transaction lock keyed by a number no
+    larger than any id this transaction will take (the sequence's next value, read now).
+    Shared, so writers never wait for each other; readers see it in pg_locks."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT pg_advisory_xact_lock_shared({FLOOR_KEY_BASE} + last_value"
+            f" + CASE WHEN is_called THEN 1 ELSE 0 END) FROM {_event_sequence()}"
+        )
+
+
+def final_horizon() -> int:
+    """The largest id H such that every event with an id <= H is final: committed (and
+    visible to any read that starts after this returns) or never to exist.
+
+    SQLite: one writer at a time, and a writer's id is above every committed one, so it is
+    the newest id. PostgreSQL: V, the last id handed out, read first; then the smallest id
+    floor still held (pg_locks). An id g <= V was taken before V was read, so its
+    transaction held its floor (<= g) by then; if that transaction were still open, the
+    floor would show, and H < floor <= g. So every g <= H belongs to a finished one."""
+    if connection.vendor != "postgresql":
+        return Event.objects.aggregate(m=Max("id"))["m"] or 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT last_value - CASE WHEN is_called THEN 0 ELSE 1 END FROM {_event_sequence()}"
+        )
+        newest = cursor.fetchone()[0]
+        cursor.execute(
+            "SELECT min((classid::bigint << 32) | objid::bigint) FROM pg_locks"
+            " WHERE locktype = 'advisory' AND objsubid = 1"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            " AND classid >= %s AND classid < %s",
+            [FLOOR_KEY_BASE >> 32, (FLOOR_KEY_BASE >> 32) * 2],
+        )
+        floor = cursor.fetchone()[0]
+    if floor is not None:
+        newest = min(newest, floor - FLOOR_KEY_BASE - 1)
+    return max(newest, 0)
 
 
 def rfc3339(moment: datetime) -> str:
@@ -48,22 +96,23 @@ def rfc3339(moment: datetime) -> str:
 
 @dataclass(frozen=True)
 class Published:
-    """What the doorbell carries: the rendered frame, plus for each stream it belongs to the
-    id of that stream's previous event, so a client can tell whether it missed one."""
+    """What the doorbell carries: the rendered frame and the streams it belongs to. Each
+    server's hub works out, per stream, the id of the stream's previous event itself,
+    releasing events in id order up to the final horizon (flock/stream/hub.py)."""
 
     id: int
     name: str
     frame: bytes
-    prev: dict[str, int] = field(default_factory=dict)
+    keys: tuple[str, ...] = ("*",)
 
 
-def stream_keys(event: Event) -> list[str]:
+def stream_keys(list_key: str, nest_key: str) -> tuple[str, ...]:
     keys = ["*"]
-    if event.list_key:
-        keys.append(f"list:{event.list_key}")
-    if event.nest_key:
-        keys.append(f"nest:{event.nest_key}")
-    return keys
+    if list_key:
+        keys.append(f"list:{list_key}")
+    if nest_key:
+        keys.append(f"nest:{nest_key}")
+    return tuple(keys)
 
 
 def render_frame(event_id: int, name: str, payload: dict[str, Any]) -> bytes:
@@ -81,7 +130,8 @@ def emit(name: str, payload: dict[str, Any], *, list_id: str = "", nest_id: str 
         raise RuntimeError("emit() must run inside an action's transaction.atomic block")
     if name not in EVENT_NAMES:
         raise ValueError(f"unknown event name {name!r}: register it with register_event_names")
-    lock_event_log()
+    if connection.vendor == "postgresql":
+        _hold_id_floor()
 
     now = datetime.now(UTC)
     body: dict[str, Any] = {}
@@ -92,20 +142,14 @@ def emit(name: str, payload: dict[str, Any], *, list_id: str = "", nest_id: str 
     body.update(payload)
     body["ts"] = rfc3339(now)
 
-    prev: dict[str, int] = {"*": Event.objects.aggregate(m=Max("id"))["m"] or 0}
-    if list_id:
-        prev[f"list:{list_id}"] = (
-            Event.objects.filter(list_key=list_id).aggregate(m=Max("id"))["m"] or 0
-        )
-    if nest_id:
-        prev[f"nest:{nest_id}"] = (
-            Event.objects.filter(nest_key=nest_id).aggregate(m=Max("id"))["m"] or 0
-        )
     event = Event.objects.create(
         name=name, list_key=list_id, nest_key=nest_id, payload=body, created_at=now
     )
     published = Published(
-        id=event.id, name=name, frame=render_frame(event.id, name, body), prev=prev
+        id=event.id,
+        name=name,
+        frame=render_frame(event.id, name, body),
+        keys=stream_keys(list_id, nest_id),
     )
 
     from flock.stream import hub

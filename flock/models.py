@@ -131,3 +131,15 @@ class PrunedStream(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} pruned through {self.through_id}"
+
+
+class TaskLease(models.Model):
+    """A worker's claim on a running django-tasks-db task, renewed by its heartbeat. A task
+    still RUNNING when its lease has run out lost its worker and is queued again."""
+
+    task_id = models.UUIDField(primary_key=True)
+    worker_id = models.CharField(max_length=64)
+    expires_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.task_id} by {self.worker_id} until {self.expires_at}"

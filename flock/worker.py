@@ -1,21 +1,42 @@
-"""Background work that survives a restart.
+"""Background work that survives a restart, and a dead worker.
 
 Tasks go through Django's Tasks API into django-tasks-db's table, so a flight, an
 approval timeout or a nudge is a row before anything runs. By default the server runs
-an embedded worker (a few threads polling that table, woken at once when this process
-enqueues), so one daphne process is a complete flock. For scale-out set
-CROWS_EMBEDDED_WORKER=0 and run `manage.py db_worker` processes beside the servers.
+an embedded worker (a pool of threads in the server process), so one daphne process is a
+complete flock. For scale-out set CROWS_EMBEDDED_WORKER=0 and run `manage.py db_worker`
+processes beside the servers (flock's db_worker runs the same pool).
+
+How the pool works (docs/STREAM.md, "Background work"):
+- one wake per task: enqueueing rings a doorbell that wakes one idle thread, and a thread
+  that claimed a task wakes one more to look for the next, so a backlog spreads over the
+  pool while an empty queue costs one poll per CROWS_WORKER_POLL_S per process (one
+  thread polls; the others sleep until rung). On PostgreSQL an enqueue also sends
+  `NOTIFY crows_tasks`, which rings the doorbell of every worker process;
+- claims: `SELECT … FOR UPDATE SKIP LOCKED` on PostgreSQL (django-tasks-db's get_locked),
+  an IMMEDIATE transaction on SQLite;
+- leases: a claim writes a TaskLease that the process's heartbeat renews every third of
+  CROWS_TASK_LEASE_S; a task still RUNNING after its lease ran out (its worker died, say
+  killed with SIGKILL) is queued again by any live worker's heartbeat and runs again.
+  Every task is idempotent (it locks its rows and finds its work done or takes it over),
+  so a re-run never doubles an answer, a verdict or an event.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import socket
 import threading
+import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import close_old_connections, connection, transaction
+from django.db.models import Exists, OuterRef, Q
 from django.tasks.signals import task_enqueued
+from django.utils import timezone
 from django.utils.crypto import get_random_string
 from django_tasks_db.compat import TaskResultStatus
 from django_tasks_db.management.commands.db_worker import Worker
@@ -23,7 +44,8 @@ from django_tasks_db.models import DBTaskResult
 
 log = logging.getLogger("crows.worker")
 
-_wake = threading.Event()
+NOTIFY_CHANNEL = "crows_tasks"
+
 _started = False
 _start_lock = threading.Lock()
 _threads: list[threading.Thread] = []
@@ -39,34 +61,169 @@ def on_start(recover: Callable[[], None]) -> Callable[[], None]:
     return recover
 
 
+class Doorbell:
+    """Wakes one waiting worker thread per ring (a plain Event would wake them all)."""
+
+    def __init__(self, limit: int = 64) -> None:
+        self._cond = threading.Condition()
+        self._tokens = 0
+        self._limit = limit
+
+    def ring(self) -> None:
+        with self._cond:
+            if self._tokens < self._limit:
+                self._tokens += 1
+            self._cond.notify()
+
+    def wait(self, timeout: float | None) -> bool:
+        with self._cond:
+            if not self._tokens:
+                self._cond.wait(timeout)
+            if self._tokens:
+                self._tokens -= 1
+                return True
+            return False
+
+
+_doorbell = Doorbell()
+
+
 def _notify(**kwargs: object) -> None:
-    # The row is visible to the worker threads only after the enqueuing transaction commits.
-    transaction.on_commit(_wake.set)
+    # The row is visible to workers only after the enqueuing transaction commits.
+    transaction.on_commit(_doorbell.ring)
+    if connection.vendor == "postgresql":
+        try:
+            with connection.cursor() as cursor:
+                # Transactional: delivered to every listening worker process at commit.
+                cursor.execute(f"NOTIFY {NOTIFY_CHANNEL}")
+        except Exception:
+            log.warning("NOTIFY for a new task failed; workers will find it by polling", exc_info=True)
 
 
 def connect_signals() -> None:
     task_enqueued.connect(_notify, dispatch_uid="crows-worker-wake")
 
 
-class EmbeddedWorker(Worker):
-    """db_worker's loop, but sleeping on an event this process sets when it enqueues."""
+# -- leases --------------------------------------------------------------------------
+
+_running: dict[str, str] = {}  # task id -> worker id, for the tasks this process runs
+_running_lock = threading.Lock()
+
+
+def _lease_until() -> datetime:
+    return timezone.now() + timedelta(seconds=settings.CROWS_TASK_LEASE_S)
+
+
+def renew_leases() -> int:
+    from flock.models import TaskLease
+
+    with _running_lock:
+        mine = list(_running.items())
+    renewed = 0
+    until = _lease_until()
+    for task_id, worker_id in mine:
+        renewed += TaskLease.objects.filter(task_id=task_id, worker_id=worker_id).update(expires_at=until)
+    return renewed
+
+
+def requeue_expired(*, embedded_restart: bool = False) -> int:
+    """Queue again the RUNNING tasks whose worker's lease ran out, or that have no lease
+    and started longer than a lease ago (claimed by a worker that kept none). With
+    `embedded_restart`, also those held by embedded workers: only one server runs one, and
+    it is starting, so its previous life's threads are gone."""
+    from flock.models import TaskLease
+
+    now = timezone.now()
+    live = TaskLease.objects.filter(task_id=OuterRef("id"), expires_at__gte=now)
+    if embedded_restart:
+        live = live.exclude(worker_id__startswith="embedded-")
+        due = ~Exists(live)
+    else:
+        leased = Exists(TaskLease.objects.filter(task_id=OuterRef("id")))
+        long_ago = now - timedelta(seconds=settings.CROWS_TASK_LEASE_S)
+        due = ~Exists(live) & (leased | Q(started_at__lt=long_ago) | Q(started_at__isnull=True))
+    with transaction.atomic():
+        candidates = DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING).filter(due)
+        if connection.vendor == "postgresql":
+            candidates = candidates.select_for_update(skip_locked=True)
+        expired = list(candidates.values_list("id", flat=True))
+        if not expired:
+            return 0
+        DBTaskResult.objects.filter(id__in=expired, status=TaskResultStatus.RUNNING).update(
+            status=TaskResultStatus.READY, started_at=None
+        )
+        TaskLease.objects.filter(task_id__in=expired).delete()
+    log.warning("re-queued %d task(s) whose worker's lease ran out", len(expired))
+    _doorbell.ring()
+    return len(expired)
+
+
+def _heartbeat() -> None:
+    every = max(0.2, settings.CROWS_TASK_LEASE_S / 3)
+    while not _stop.wait(every):
+        try:
+            renew_leases()
+            requeue_expired()
+        except Exception:
+            log.exception("worker heartbeat failed; trying again")
+        finally:
+            close_old_connections()
+
+
+def _listen_for_tasks() -> None:
+    """PostgreSQL: ring this process's doorbell when any process enqueues a task."""
+    import psycopg
+
+    db = settings.DATABASES["default"]
+    params = {
+        "dbname": db.get("NAME"),
+        "user": db.get("USER") or None,
+        "password": db.get("PASSWORD") or None,
+        "host": db.get("HOST") or None,
+        "port": db.get("PORT") or None,
+    }
+    while not _stop.is_set():
+        try:
+            with psycopg.connect(**{k: v for k, v in params.items() if v}, autocommit=True) as conn:
+                conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                while not _stop.is_set():
+                    for _ in conn.notifies(timeout=5.0):
+                        _doorbell.ring()
+        except Exception:
+            log.warning("listening for new tasks failed; polling meanwhile", exc_info=True)
+            _stop.wait(2.0)
+
+
+# -- the worker ------------------------------------------------------------------------
+
+
+class PoolWorker(Worker):
+    """db_worker's claim and run, with a lease per claim; one of a pool of threads."""
+
+    poller = True
 
     def run(self) -> None:  # noqa: D102 - same contract as Worker.run
-        while not _stop.is_set():
+        poll = settings.CROWS_WORKER_POLL_S
+        while not _stop.is_set() and self.running:
             close_old_connections()
             try:
                 ran = self.run_one()
             except Exception:
-                log.exception("embedded worker loop failed; continuing")
+                log.exception("worker loop failed; continuing")
                 ran = False
             close_old_connections()
-            if not ran:
-                _wake.wait(settings.CROWS_WORKER_POLL_S)
-                _wake.clear()
+            if ran:
+                if self.max_tasks is not None and self._run_tasks >= self.max_tasks:
+                    return
+                continue
+            # Only the poller wakes by itself; the rest sleep until a task rings for them.
+            _doorbell.wait(poll if self.poller else max(30.0, poll))
 
     def run_one(self) -> bool:
         from django.db.utils import OperationalError
         from django_tasks_db.utils import exclusive_transaction, is_locked_database_exception
+
+        from flock.models import TaskLease
 
         tasks = DBTaskResult.objects.ready().filter(backend_name=self.backend_name)
         try:
@@ -74,23 +231,73 @@ class EmbeddedWorker(Worker):
                 task_result = tasks.get_locked()
                 if task_result is not None:
                     task_result.claim(self.worker_id)
+                    TaskLease.objects.update_or_create(
+                        task_id=task_result.id,
+                        defaults={"worker_id": self.worker_id, "expires_at": _lease_until()},
+                    )
         except OperationalError as exc:
             if is_locked_database_exception(exc):
                 return False
             raise
         if task_result is None:
             return False
-        self.run_task(task_result)
+        # There may be more: let one more thread look.
+        _doorbell.ring()
+        with _running_lock:
+            _running[str(task_result.id)] = self.worker_id
+        try:
+            self.run_task(task_result)
+        finally:
+            with _running_lock:
+                _running.pop(str(task_result.id), None)
+            try:
+                TaskLease.objects.filter(task_id=task_result.id, worker_id=self.worker_id).delete()
+            except Exception:
+                log.warning("dropping the lease of task %s failed; it expires by itself", task_result.id)
         return True
 
 
+# Kept for callers of the earlier name.
+EmbeddedWorker = PoolWorker
+
+
+def _worker(worker_id: str, *, poller: bool, max_tasks: int | None = None) -> PoolWorker:
+    worker = PoolWorker(
+        queue_names=["*"],
+        interval=settings.CROWS_WORKER_POLL_S,
+        batch=False,
+        backend_name="default",
+        startup_delay=False,
+        max_tasks=max_tasks,
+        worker_id=worker_id[:64],
+        excluded_queue_names=[],
+    )
+    worker.poller = poller
+    return worker
+
+
+def _start_pool(prefix: str, threads: int) -> None:
+    # SQLite: one poller per process (every poll is a write transaction on one file);
+    # PostgreSQL's SKIP LOCKED claims are cheap, but one poller per process is enough there too.
+    for n in range(threads):
+        worker = _worker(f"{prefix}-{n}", poller=n == 0)
+        thread = threading.Thread(target=worker.run, name=f"crows-worker-{n}", daemon=True)
+        thread.start()
+        _threads.append(thread)
+    beat = threading.Thread(target=_heartbeat, name="crows-worker-heartbeat", daemon=True)
+    beat.start()
+    _threads.append(beat)
+    if connection.vendor == "postgresql":
+        listener = threading.Thread(target=_listen_for_tasks, name="crows-worker-listen", daemon=True)
+        listener.start()
+        _threads.append(listener)
+    close_old_connections()
+
+
 def requeue_interrupted() -> int:
-    """Put tasks a dead process was running back in the queue (single-server mode only:
-    with several workers, another live one may be running them)."""
-    with transaction.atomic():
-        return DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING).update(
-            status=TaskResultStatus.READY, started_at=None
-        )
+    """At the embedded worker's start: queue again what this server's previous life left
+    running, and whatever a dead worker's lease no longer covers."""
+    return requeue_expired(embedded_restart=True)
 
 
 def start_embedded() -> None:
@@ -108,34 +315,40 @@ def start_embedded() -> None:
         except Exception:
             log.exception("start-up recovery %s failed", getattr(recover, "__name__", recover))
     close_old_connections()
-    for n in range(settings.CROWS_WORKER_THREADS):
-        worker = EmbeddedWorker(
-            queue_names=["*"],
-            interval=settings.CROWS_WORKER_POLL_S,
-            batch=False,
-            backend_name="default",
-            startup_delay=False,
-            max_tasks=None,
-            worker_id=f"embedded-{get_random_string(12)}-{n}",
-            excluded_queue_names=[],
-        )
-        thread = threading.Thread(target=worker.run, name=f"crows-worker-{n}", daemon=True)
-        thread.start()
-        _threads.append(thread)
+    _start_pool(f"embedded-{get_random_string(12)}", settings.CROWS_WORKER_THREADS)
+
+
+def run_pool(threads: int, *, worker_id: str = "") -> None:
+    """`manage.py db_worker`: a pool in this process until SIGTERM/SIGINT, which lets the
+    tasks in hand finish (a second signal, or SIGKILL, leaves them to their leases)."""
+    prefix = worker_id or f"{socket.gethostname()[:16]}-{os.getpid()}-{get_random_string(6)}"
+
+    def stop(signum: int, frame: object) -> None:
+        if _stop.is_set():
+            os._exit(1)
+        log.warning("%s: finishing the tasks in hand, then exiting", signal.strsignal(signum))
+        _stop.set()
+        _doorbell.ring()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    requeue_expired()
+    _start_pool(prefix, threads)
+    log.warning("db_worker %s: %d thread(s) on %s", prefix, threads, connection.vendor)
+    while not _stop.is_set():
+        time.sleep(0.2)
+    with _running_lock:
+        busy = bool(_running)
+    deadline = time.monotonic() + settings.CROWS_TASK_LEASE_S
+    while busy and time.monotonic() < deadline:
+        time.sleep(0.1)
+        with _running_lock:
+            busy = bool(_running)
 
 
 def run_pending(max_tasks: int = 1000) -> int:
     """Run every task that is due now, in this thread; for tests and management commands."""
-    worker = EmbeddedWorker(
-        queue_names=["*"],
-        interval=0,
-        batch=True,
-        backend_name="default",
-        startup_delay=False,
-        max_tasks=None,
-        worker_id=f"inline-{get_random_string(12)}",
-        excluded_queue_names=[],
-    )
+    worker = _worker(f"inline-{get_random_string(12)}", poller=True)
     ran = 0
     while ran < max_tasks and worker.run_one():
         ran += 1

@@ -17,6 +17,7 @@ from tests.support.server import ROOT, base_env
         ("CROWS_LIST_TOKEN_BUDGET", "-5"),
         ("CROWS_EMBEDDED_WORKER", "perhaps"),
         ("CROWS_MOCK_FAIL_RATE", "1.5"),
+        ("CROWS_TASK_LEASE_S", "0.1"),
         ("DATABASE_URL", "mysql://x@localhost/db"),
         ("REDIS_URL", "http://localhost:6379"),
     ],

@@ -85,26 +85,19 @@ class BadStream(Exception):
         self.message = message
 
 
-def _read_after(column: str, key: str, after: int, limit: int) -> list[tuple[int, bytes]]:
-    """The stream's stored events after `after`, as (id, rendered frame).
+def _read_after(column: str, key: str, after: int, limit: int, upto: int) -> list[tuple[int, bytes]]:
+    """The stream's stored events after `after` up to `upto` (the hub's released id: below
+    it every id is final, docs/STREAM.md), as (id, rendered frame).
 
     The payload is sent as the text the database holds: decoding it only to encode it again
     was most of a replay's time. On SQLite the text is byte-identical to a live frame's
     (CompactJSONEncoder); PostgreSQL's jsonb gives the same JSON with its own spacing."""
     try:
-        events = Event.objects.filter(id__gt=after).order_by("id")
+        events = Event.objects.filter(id__gt=after, id__lte=upto).order_by("id")
         if column:
             events = events.filter(**{column: key})
         rows = events.annotate(data=Cast("payload", TextField())).values_list("id", "name", "data")[:limit]
         return [(i, f"id: {i}\nevent: {n}\ndata: {d}\n\n".encode()) for i, n, d in rows]
-    finally:
-        close_old_connections()
-
-
-def _newest_id() -> int:
-    try:
-        last = Event.objects.order_by("-id").values_list("id", flat=True).first()
-        return last or 0
     finally:
         close_old_connections()
 
@@ -147,11 +140,12 @@ class EventStreamConsumer(AsyncHttpConsumer):
             )
             raise StopConsumer() from None
 
+        await hub.ready()
         self.sub = hub.subscribe("*" if not column else f"{column.split('_')[0]}:{key}")
         if cursor is None:
             # The firehose opened without a cursor starts live; a keyed stream replays from
             # its first event, since its client can only connect after creating it.
-            cursor = await sync_to_async(_newest_id, thread_sensitive=False)() if not column else 0
+            cursor = hub.released if not column else 0
         await self.send_headers(
             status=200,
             headers=[
@@ -256,7 +250,7 @@ class EventStreamConsumer(AsyncHttpConsumer):
                 # slow client holds no page in memory, only what its transport holds.
                 await self._room()
                 asked = self.page_rows
-                rows = await read_after(column, key, self.last_sent, asked)
+                rows = await read_after(column, key, self.last_sent, asked, until or hub.released)
                 if until is not None:
                     rows = [r for r in rows if r[0] <= until]
                 if not rows:

@@ -1,15 +1,23 @@
 """Process-local fan-out of published events to open SSE streams.
 
-Events reach a process's hub by one of three doors, and any of them is enough because a
-stream re-reads the database whenever it is unsure:
-- in-process: `publish` hands the event to the hub's event loop directly;
-- across processes, when REDIS_URL is set: `publish` sends it to one channel-layer
-  group that every server process's hub listens to (one layer message per process,
-  not per connection: the stock per-consumer group fan-out is O(N^2) in memory);
-- a poll: while any stream is open, the hub looks at the newest event id every
-  CROWS_STREAM_POLL_S and wakes every stream if rows appeared that no doorbell announced
-  (an event written by a management command or a db_worker without Redis, or a
-  message a channel layer dropped).
+The hub releases events to its streams in id order, and only ids it knows are final
+(flock.events.final_horizon): every id up to `released` is either offered to the streams
+or known not to exist, and each offered event carries, per stream, the id of that
+stream's previous event as far as this hub knows (an overestimate when it does not: the
+stream then re-reads the gap from the database, which is always safe).
+
+Events reach the hub by any of three doors; any one is enough, and one event arriving by
+two doors is released once:
+- in-process: `publish` hands the event to this process's hub directly, Redis or not, so a
+  server delivers its own events at once even while Redis is down;
+- across processes, when REDIS_URL is set: `publish` also sends it to one channel-layer
+  group that every server process's hub listens to (one layer message per process);
+- the database: when an id is missing below ids that arrived (a doorbell still on the way,
+  lost, or a rolled-back id), and every CROWS_STREAM_POLL_S while streams are open, the hub
+  reads the rows after `released` up to the final horizon and releases them. That is how
+  events written by a db_worker or a management command without Redis, or during a Redis
+  outage, reach the streams.
+See docs/STREAM.md.
 """
 
 from __future__ import annotations
@@ -25,11 +33,13 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import close_old_connections
-from django.db.models import Max
+from django.db.models import TextField
+from django.db.models.functions import Cast
 
-from flock.events import Published
+from flock.events import Published, final_horizon, stream_keys
 
 log = logging.getLogger("crows.stream")
+
 
 def _group_name() -> str:
     # One group per database: two deployments sharing a Redis never hear each other's
@@ -38,8 +48,15 @@ def _group_name() -> str:
     where = f"{db.get('HOST', '')}:{db.get('PORT', '')}/{db.get('NAME', '')}"
     return "crows.events." + hashlib.sha1(where.encode()).hexdigest()[:12]
 
+
 # A stream that falls this far behind stops queueing and catches up from the database.
 INBOX_LIMIT = 512
+# How long a missing id may stay missing before the hub asks the database about it.
+GAP_WAIT_S = 0.05
+# Rows one database read releases at most.
+FILL_PAGE = 2000
+# Stream keys whose last id the hub remembers; past this it forgets them all at once.
+KEYS_REMEMBERED = 50_000
 
 
 class Subscriber:
@@ -65,11 +82,39 @@ class Subscriber:
         self.wake.set()
 
 
-def _newest_event_id() -> int:
+def _read_final_after(after: int) -> tuple[int, list[Published]]:
+    """(horizon, events after `after` up to it): the horizon is read before the rows."""
     from flock.models import Event
 
     try:
-        return Event.objects.aggregate(m=Max("id"))["m"] or 0
+        horizon = final_horizon()
+        if horizon <= after:
+            return horizon, []
+        rows = (
+            Event.objects.filter(id__gt=after, id__lte=horizon)
+            .order_by("id")
+            .annotate(data=Cast("payload", TextField()))
+            .values_list("id", "name", "list_key", "nest_key", "data")[:FILL_PAGE]
+        )
+        found = [
+            Published(
+                id=i,
+                name=n,
+                frame=f"id: {i}\nevent: {n}\ndata: {d}\n\n".encode(),
+                keys=stream_keys(lk, nk),
+            )
+            for i, n, lk, nk, d in rows
+        ]
+        if len(found) == FILL_PAGE:
+            horizon = found[-1].id
+        return horizon, found
+    finally:
+        close_old_connections()
+
+
+def _horizon() -> int:
+    try:
+        return final_horizon()
     finally:
         close_old_connections()
 
@@ -79,13 +124,28 @@ class Hub:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.groups: dict[str, set[Subscriber]] = {}
         self.count = 0
-        self.last_seen = 0
-        self._polled_newest = 0
+        # Every id <= released is final and was offered (or predates this hub's start).
+        self.released = 0
+        self._ready: asyncio.Future[None] | None = None
+        self._floor = 0  # a stream not in _last has its previous event at or below this
+        self._last: dict[str, int] = {}
+        self._waiting: dict[int, Published] = {}
+        self._kick: asyncio.Event | None = None
         self._background: list[asyncio.Task[Any]] = []
         self._publisher_loop: asyncio.AbstractEventLoop | None = None
         self._publisher_lock = threading.Lock()
 
     # -- the loop side ------------------------------------------------------------
+
+    async def ready(self) -> None:
+        """Attach to the running loop and learn the final horizon once (before the first
+        stream reads its backlog: `released` bounds every stream's database reads)."""
+        loop = asyncio.get_running_loop()
+        if self.loop is not loop:
+            self._attach(loop)
+        assert self._ready is not None
+        if not self._ready.done():
+            await asyncio.shield(self._ready)
 
     def subscribe(self, key: str) -> Subscriber:
         loop = asyncio.get_running_loop()
@@ -105,40 +165,109 @@ class Hub:
                 del self.groups[sub.key]
 
     def deliver(self, published: Published) -> None:
-        if published.id > self.last_seen:
-            self.last_seen = published.id
-        for key, prev in published.prev.items():
+        """An event arrived by a doorbell: release it, and any waiting after it, in order."""
+        if published.id <= self.released or published.id in self._waiting:
+            return
+        self._waiting[published.id] = published
+        if self._ready is not None and self._ready.done():
+            self._drain()
+
+    def _drain(self) -> None:
+        while self._waiting:
+            nxt = self._waiting.pop(self.released + 1, None)
+            if nxt is None:
+                # An id is missing below ones that arrived: ask the database soon.
+                if self._kick is not None:
+                    self._kick.set()
+                return
+            self._release(nxt)
+
+    def _release(self, published: Published) -> None:
+        last = self._last
+        if len(last) > KEYS_REMEMBERED:
+            self._floor = self.released
+            last.clear()
+        for key in published.keys:
+            prev = last.get(key, self._floor)
+            last[key] = published.id
             for sub in self.groups.get(key, ()):
                 sub.offer(published.id, prev, published.frame)
+        self.released = published.id
+
+    def _apply_fill(self, horizon: int, found: list[Published]) -> None:
+        if horizon <= self.released:
+            return
+        batch = {p.id: p for p in found if p.id > self.released}
+        for event_id in [i for i in self._waiting if i <= horizon]:
+            # Prefer the doorbell's frame: it is byte for byte what live streams send.
+            batch[event_id] = self._waiting.pop(event_id)
+        for event_id in sorted(batch):
+            self._release(batch[event_id])
+        # Ids up to the horizon that no row has were rolled back: never to exist.
+        self.released = horizon
+        self._drain()
 
     def _attach(self, loop: asyncio.AbstractEventLoop) -> None:
         # A process serves one event loop (daphne's); tests may start a fresh one.
+        for task in self._background:
+            try:
+                task.cancel()
+            except RuntimeError:  # its loop is already closed
+                pass
         self.loop = loop
         self.groups = {}
         self.count = 0
-        self._background = [loop.create_task(self._poll())]
+        self._waiting = {}
+        self._last = {}
+        self._kick = asyncio.Event()
+        self._ready = loop.create_future()
+        self._background = [loop.create_task(self._start())]
         if getattr(settings, "REDIS_URL", ""):
             self._background.append(loop.create_task(self._listen()))
 
-    async def _poll(self) -> None:
-        newest_read = sync_to_async(_newest_event_id, thread_sensitive=False)
+    async def _start(self) -> None:
+        assert self._ready is not None
         while True:
-            await asyncio.sleep(settings.CROWS_STREAM_POLL_S)
-            if not self.count:
-                continue
             try:
-                newest = await newest_read()
+                horizon = await sync_to_async(_horizon, thread_sensitive=False)()
+                break
             except Exception:  # the database being briefly away must not kill the hub
-                log.exception("stream poll failed")
+                log.exception("reading the event log's horizon failed; retrying")
+                await asyncio.sleep(1)
+        self.released = self._floor = max(self.released, horizon)
+        self._waiting = {i: p for i, p in self._waiting.items() if i > horizon}
+        self._ready.set_result(None)
+        self._drain()
+        await self._fill_loop()
+
+    async def _fill_loop(self) -> None:
+        assert self._kick is not None
+        read = sync_to_async(_read_final_after, thread_sensitive=False)
+        poll = settings.CROWS_STREAM_POLL_S
+        gap_wait = GAP_WAIT_S
+        while True:
+            try:
+                await asyncio.wait_for(self._kick.wait(), timeout=poll)
+                # A gap: give a doorbell that is merely late a moment to arrive.
+                await asyncio.sleep(gap_wait)
+                if not self._waiting:
+                    self._kick.clear()
+                    gap_wait = GAP_WAIT_S
+                    continue
+            except TimeoutError:
+                if not self.count and not self._waiting:
+                    continue
+            self._kick.clear()
+            try:
+                horizon, found = await read(self.released)
+            except Exception:
+                log.exception("stream catch-up read failed")
+                await asyncio.sleep(min(poll, 1.0))
                 continue
-            # Only rows seen by the previous poll and still unannounced count as missed:
-            # a row committed a moment ago usually has its doorbell already on the way.
-            if self._polled_newest > self.last_seen:
-                self.last_seen = self._polled_newest
-                for members in self.groups.values():
-                    for sub in members:
-                        sub.catch_up()
-            self._polled_newest = newest
+            self._apply_fill(horizon, found)
+            # A gap the database cannot close yet (its transaction is still open): look
+            # again, less and less often, up to the poll interval.
+            gap_wait = min(gap_wait * 2, poll) if self._waiting else GAP_WAIT_S
 
     async def _listen(self) -> None:
         layer = get_channel_layer()
@@ -154,13 +283,13 @@ class Hub:
                             id=message["id"],
                             name=message["name"],
                             frame=message["frame"],
-                            prev=dict(message["prev"]),
+                            keys=tuple(message["keys"]),
                         )
                     )
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("channel layer listener failed; retrying")
+                log.warning("channel layer listener failed; retrying in 1 s", exc_info=True)
                 await asyncio.sleep(1)
 
     # -- the publishing side (any thread) ------------------------------------------
@@ -168,12 +297,15 @@ class Hub:
     def publish(self, published: Published) -> None:
         """Ring the doorbell for a committed event. Never raises: the row is already safe."""
         try:
-            if getattr(settings, "REDIS_URL", ""):
-                self._publish_to_layer(published)
-            elif self.loop is not None and not self.loop.is_closed():
+            if self.loop is not None and not self.loop.is_closed():
                 self.loop.call_soon_threadsafe(self.deliver, published)
         except Exception:
-            log.exception("publishing event %s failed; streams will catch up by poll", published.id)
+            log.exception("delivering event %s in-process failed", published.id)
+        if getattr(settings, "REDIS_URL", ""):
+            try:
+                self._publish_to_layer(published)
+            except Exception:
+                log.exception("publishing event %s failed; other servers catch up by poll", published.id)
 
     def _publish_to_layer(self, published: Published) -> None:
         layer = get_channel_layer()
@@ -183,9 +315,12 @@ class Hub:
             "id": published.id,
             "name": published.name,
             "frame": published.frame,
-            "prev": published.prev,
+            "keys": list(published.keys),
         }
-        asyncio.run_coroutine_threadsafe(layer.group_send(_group_name(), message), self._publisher())
+        future = asyncio.run_coroutine_threadsafe(
+            layer.group_send(_group_name(), message), self._publisher()
+        )
+        future.add_done_callback(_log_send_failure)
 
     def _publisher(self) -> asyncio.AbstractEventLoop:
         # One long-lived loop per process sends to the layer, so a publish from a worker
@@ -196,6 +331,12 @@ class Hub:
                 threading.Thread(target=loop.run_forever, name="crows-publisher", daemon=True).start()
                 self._publisher_loop = loop
             return self._publisher_loop
+
+
+def _log_send_failure(future: Any) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("Redis publish failed (%s); other servers catch up from the database",
+                    future.exception())
 
 
 hub = Hub()

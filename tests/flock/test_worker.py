@@ -1,14 +1,24 @@
-"""Background work survives a restart: a task scheduled for later still fires."""
+"""Background work survives a restart and a dead worker: a task scheduled for later still
+fires, one left running runs again, leases expire, and one ring wakes one thread (the
+end-to-end SIGKILL test is tests/scaleout/test_workers.py)."""
 
 from __future__ import annotations
 
+import threading
 import time
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
+from django_tasks_db.compat import TaskResultStatus
+from django_tasks_db.models import DBTaskResult
 
-pytestmark = pytest.mark.live
+from flock import worker
+from flock.models import TaskLease
+from tests.support.tasks import leave_mark
 
 
+@pytest.mark.live
 def test_a_task_scheduled_for_later_fires_after_the_server_restarted(live_server_factory, tmp_path):
     server = live_server_factory().start()
     mark = tmp_path / "mark"
@@ -28,6 +38,7 @@ def test_a_task_scheduled_for_later_fires_after_the_server_restarted(live_server
     assert mark.exists(), server.log()[-2000:]
 
 
+@pytest.mark.live
 def test_a_task_running_when_the_server_died_runs_again_after_restart(live_server_factory, tmp_path):
     server = live_server_factory().start()
     server.stop(hard=True)
@@ -46,3 +57,80 @@ def test_a_task_running_when_the_server_died_runs_again_after_restart(live_serve
     while not mark.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert mark.exists(), server.log()[-2000:]
+
+
+def _running(task_id, *, lease_left_s: float | None, worker_id: str = "gone-0", started_s_ago: float = 1):
+    DBTaskResult.objects.filter(id=task_id).update(
+        status=TaskResultStatus.RUNNING, started_at=timezone.now() - timedelta(seconds=started_s_ago)
+    )
+    if lease_left_s is not None:
+        TaskLease.objects.create(
+            task_id=task_id, worker_id=worker_id, expires_at=timezone.now() + timedelta(seconds=lease_left_s)
+        )
+
+
+def test_a_task_whose_lease_ran_out_runs_again(transactional_db, tmp_path):
+    mark = tmp_path / "mark"
+    result = leave_mark.enqueue(str(mark))
+    _running(result.id, lease_left_s=-1)
+    assert worker.requeue_expired() == 1
+    assert not TaskLease.objects.exists()
+    assert worker.run_pending() == 1
+    assert mark.read_text() == "ran"
+    assert DBTaskResult.objects.get(id=result.id).status == TaskResultStatus.SUCCESSFUL
+
+
+def test_a_live_lease_keeps_its_task(transactional_db, tmp_path):
+    result = leave_mark.enqueue(str(tmp_path / "mark"))
+    _running(result.id, lease_left_s=20)
+    assert worker.requeue_expired() == 0
+    assert DBTaskResult.objects.get(id=result.id).status == TaskResultStatus.RUNNING
+
+
+def test_a_running_task_without_a_lease_is_requeued_once_a_lease_has_passed(transactional_db, tmp_path, settings):
+    settings.CROWS_TASK_LEASE_S = 5
+    fresh = leave_mark.enqueue(str(tmp_path / "a"))
+    old = leave_mark.enqueue(str(tmp_path / "b"))
+    _running(fresh.id, lease_left_s=None, started_s_ago=1)
+    _running(old.id, lease_left_s=None, started_s_ago=60)
+    assert worker.requeue_expired() == 1
+    assert DBTaskResult.objects.get(id=old.id).status == TaskResultStatus.READY
+    assert DBTaskResult.objects.get(id=fresh.id).status == TaskResultStatus.RUNNING
+
+
+def test_a_claim_holds_a_lease_until_the_task_ends_and_the_heartbeat_renews_it(transactional_db, tmp_path):
+    seen: list[tuple[str, float]] = []
+    result = leave_mark.enqueue(str(tmp_path / "mark"))
+
+    def spy(task_result):
+        lease = TaskLease.objects.get(task_id=task_result.id)
+        before = lease.expires_at
+        assert worker.renew_leases() == 1
+        lease.refresh_from_db()
+        seen.append((lease.worker_id, (lease.expires_at - before).total_seconds()))
+
+    pool = worker._worker("spy-0", poller=True)
+    pool.run_task = spy
+    assert pool.run_one()
+    assert seen and seen[0][0] == "spy-0" and seen[0][1] >= 0
+    assert not TaskLease.objects.filter(task_id=result.id).exists()
+
+
+def test_one_ring_wakes_one_waiting_thread():
+    bell = worker.Doorbell()
+    woken: list[int] = []
+    ready = threading.Barrier(4)
+
+    def wait(n: int) -> None:
+        ready.wait()
+        if bell.wait(1.0):
+            woken.append(n)
+
+    threads = [threading.Thread(target=wait, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    ready.wait()
+    bell.ring()
+    for t in threads:
+        t.join()
+    assert len(woken) == 1

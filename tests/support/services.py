@@ -21,6 +21,20 @@ def reachable(host: str, port: int) -> bool:
         return False
 
 
+def missing_postgres() -> str:
+    """Why PostgreSQL-only tests cannot run here, or "" when they can."""
+    if not reachable(PG_HOST, PG_PORT):
+        return f"this test needs PostgreSQL on {PG_HOST}:{PG_PORT}, which this machine does not answer on"
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_ADMIN_URL, connect_timeout=3):
+            pass
+    except Exception as exc:
+        return f"could not log in to PostgreSQL at {PG_ADMIN_URL}: {exc}"
+    return ""
+
+
 def missing_services() -> str:
     """Why the scale-out tests cannot run here, or "" when they can."""
     missing = []

@@ -1,0 +1,48 @@
+"""`manage.py db_worker`: django-tasks-db's worker command, running flock's pool instead
+of one thread: CROWS_WORKER_THREADS threads (or --threads), leases renewed by a
+heartbeat, one wake per task (flock/worker.py, docs/STREAM.md). --batch and --max-tasks
+keep their meaning (one thread)."""
+
+from __future__ import annotations
+
+from argparse import ArgumentParser, ArgumentTypeError
+from typing import Any
+
+from django.conf import settings
+from django_tasks_db.management.commands.db_worker import Command as StockCommand
+
+
+def _threads(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise ArgumentTypeError(f"--threads must be a whole number, got {value!r}") from None
+    if not 1 <= number <= 64:
+        raise ArgumentTypeError("--threads must be between 1 and 64")
+    return number
+
+
+class Command(StockCommand):
+    help = "Run a pool of background worker threads with leases (flock's db_worker)"
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        super().add_arguments(parser)
+        parser.add_argument(
+            "--threads",
+            type=_threads,
+            default=None,
+            help="Worker threads in this process (default: CROWS_WORKER_THREADS)",
+        )
+
+    def handle(self, *, verbosity: int, batch: bool, max_tasks: int | None, threads: int | None,
+               worker_id: str, reload: bool, **options: Any) -> None:
+        from flock import worker
+
+        self.configure_logging(verbosity)
+        if batch or max_tasks:
+            pool = worker._worker(f"batch-{worker_id}", poller=True, max_tasks=max_tasks)
+            ran = 0
+            while (max_tasks is None or ran < max_tasks) and pool.run_one():
+                ran += 1
+            return
+        worker.run_pool(threads or settings.CROWS_WORKER_THREADS, worker_id=worker_id)
