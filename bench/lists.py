@@ -6,7 +6,7 @@ on SQLite, on PostgreSQL, and in the scale-out shape (2 servers + 2 db_workers).
 
 Each mode starts its own processes on 127.0.0.1 with the mock brain (answering after
 --latency-ms, standing in for a model), a freshly migrated database, the whole flock
-trusted (`manage.py trust_seed`, so every verdict is `auto`) and Jev warm:
+trusted (`manage.py trust_seed --all`, so every verdict is `auto`) and Jev warm:
 
 - sqlite: one daphne with the embedded worker, SQLite WAL;
 - postgres: the same on a fresh PostgreSQL database (127.0.0.1:5432, CROWS_TEST_PG_ADMIN);
@@ -175,7 +175,7 @@ def _prepare(env: dict[str, str]) -> None:
     # Trust everyone, and train Jev once, before the servers start.
     subprocess.run(
         [PYTHON, "manage.py", "shell", "-c",
-         "from django.core.management import call_command; call_command('trust_seed'); "
+         "from django.core.management import call_command; call_command('trust_seed', '--all'); "
          "from flock.jev import warm; warm()"],
         cwd=ROOT, env=env, check=True, capture_output=True, timeout=600,
     )

@@ -54,7 +54,7 @@ def test_the_procfile_starts_two_servers_and_two_workers_that_finish_a_list(tmp_
         migrate(env)
         subprocess.run(
             [PYTHON, "manage.py", "shell", "-c",
-             "from django.core.management import call_command; call_command('trust_seed')"],
+             "from django.core.management import call_command; call_command('trust_seed', '--all')"],
             cwd=ROOT, env=env, check=True, capture_output=True, timeout=120,
         )
         port = _free_port_pair()

@@ -85,7 +85,7 @@ def shape(tmp_path_factory):
         migrate(full)
         subprocess.run(
             [PYTHON, "manage.py", "shell", "-c",
-             "from django.core.management import call_command; call_command('trust_seed'); "
+             "from django.core.management import call_command; call_command('trust_seed', '--all'); "
              "from flock.jev import warm; warm()"],
             cwd=ROOT, env=full, check=True, capture_output=True, timeout=600,
         )
