@@ -23,3 +23,8 @@ class NestsConfig(AppConfig):
         # The list pipeline registers its hooks (verdicts, strikes, start-up recovery).
         import nests.actions.lists  # noqa: F401
         register_stream_key("nest_id", queries.nest_exists)
+        # Open expectations keep their timers across a restart (docs/GOVERNANCE.md).
+        from flock import worker
+        from nests.actions.chat.expectations import reschedule_expectation_checks
+
+        worker.on_start(reschedule_expectation_checks)

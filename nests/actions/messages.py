@@ -27,7 +27,7 @@ from flock.jev.fit import warm_fit_score
 from flock.models import Crow
 from nests import queries
 from nests.actions.chat import claims as chat_claims
-from nests.actions.chat import deliveries, sentry
+from nests.actions.chat import deliveries, expectations, sentry
 from nests.actions.chat.dispatch import route_message
 from nests.actions.rooms import ensure_direct_chat
 from nests.models import ChatRequest, Nest, NestMessage
@@ -217,6 +217,8 @@ def post_message(
     else:
         tag = Tag(header or "say", tagged_by or "header", None)
     request_facts = _request_facts(body) if tag.kind == "request" else None
+    # Jev's `expectation` question reads owner and crow messages, outside the transaction.
+    expectation_answer = expectations.read_expectation(jev_text) if not harness and finding is None else None
     if tag.kind in ("request", *REPLY_KINDS):
         _warm_fit()
 
@@ -312,7 +314,10 @@ def post_message(
             # The reply and its invocation commit together, so a re-run after a crash sees
             # the reply already posted and does not post a second one.
             type(invocation).objects.filter(pk=invocation.pk).update(reply=message)
-        route_message(message, claim=claim, request=request, parent=invocation, owner_turn=owner_turn)
+        invoked = route_message(message, claim=claim, request=request, parent=invocation, owner_turn=owner_turn)
+        expectations.on_message(
+            message, request=request, claim=claim, invocation=invoked, answer=expectation_answer
+        )
         notice = sentry.quarantine_notice(message)
         if notice:
             # A quarantined crow never answers; the one who addressed it hears why.

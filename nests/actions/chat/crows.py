@@ -82,6 +82,12 @@ def answered(inv: Invocation) -> tuple[NestMessage, ChatRequest | None]:
         request = trigger.claim.request
     elif inv.reason in ("lens", "redispatch", "relay_back"):
         request = request_for(trigger.nest, trigger.refers_to)
+    elif inv.reason == "nudge":
+        # A nudge is about an expectation; the crow answers the work behind it.
+        from nests.actions.chat.expectations import nudged_expectation
+
+        exp = nudged_expectation(trigger)
+        request = exp.request if exp is not None else None
     else:
         request = ChatRequest.objects.filter(message=trigger).first()
     if request is not None and inv.reason != "relay_back":
@@ -119,6 +125,11 @@ def _finish(inv: Invocation, status: str, *, reply: NestMessage | None = None, t
     inv.error = error[:2000]
     inv.finished_at = timezone.now()
     inv.save(update_fields=["status", "reply", "tokens", "error", "finished_at"])
+    # A crow's expectations wait while it is speaking; once it has had its say, their
+    # clocks go on (after a nudge, one due period from now).
+    from nests.actions.chat.expectations import restart_timers
+
+    restart_timers(inv)
     return inv
 
 

@@ -180,7 +180,9 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
 
     if author in HARNESS_AUTHORS:
         if kind == "nudge" and message.to and _active(message.to):
-            return Decision(message.to, "nudge", "")
+            from nests.actions.chat.expectations import expect_for_nudge
+
+            return Decision(message.to, "nudge", expect_for_nudge(message))
         return None
     if claim is not None:
         return Decision(claim.crow, "claim_deliver", "deliver")

@@ -1,0 +1,21 @@
+"""Work that doesn't stall, read over HTTP (docs/GOVERNANCE.md): a room's expectations and
+debates, a crow's memory across rooms, and the orchestration log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Router
+
+from nests import queries_ledger
+from nests.actions.messages import open_room
+from nests.schemas_ledger import ExpectationsOut
+
+router = Router(tags=["ledger"])
+
+
+@router.get("/nests/{nest_id}/expectations", response=ExpectationsOut)
+def list_expectations(request: HttpRequest, nest_id: str, status: str | None = None) -> dict[str, Any]:
+    nest = open_room(nest_id)
+    return {"nest_id": nest.nest_id, "expectations": queries_ledger.expectations_in(nest, status=status)}
