@@ -6,7 +6,8 @@ from typing import Any
 
 from flock.errors import BadInput
 from nests.actions.chat.expectations import expectation_record
-from nests.models import Expectation, Nest
+from nests.actions.chat.debates import debate_record
+from nests.models import Debate, Expectation, Nest
 
 EXPECTATIONS_MAX = 200
 
@@ -20,3 +21,9 @@ def expectations_in(nest: Nest, *, status: str | None = None) -> list[dict[str, 
         rows = rows.filter(status=status)
     newest = list(rows.order_by("-id")[:EXPECTATIONS_MAX])
     return [expectation_record(e) for e in reversed(newest)]
+
+
+def debates_in(nest: Nest) -> list[dict[str, Any]]:
+    """The room's debates, oldest first (the newest 50)."""
+    newest = list(Debate.objects.filter(nest=nest).select_related("nest").order_by("-id")[:50])
+    return [debate_record(d) for d in reversed(newest)]

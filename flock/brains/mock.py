@@ -20,6 +20,7 @@ from typing import Any
 from flock.brains import mock_text as mt
 from flock.brains.config import mock_config
 from flock.brains.header import MSG_ID_RE, format_header, parse_header, strip_header
+from flock.brains.mock_debate import debate_turn
 from flock.brains.mock_voice import Voice
 from flock.brains.prompts import (
     conversation,
@@ -312,6 +313,9 @@ class _Writer:
         return " ".join(line.split())
 
     def chat(self) -> str:
+        debate = self.ctx.get("debate")
+        if isinstance(debate, dict):
+            return debate_turn(debate, name=self.persona.name, strength=self.persona.strength, rng=self.rng)
         expect = str(self.ctx.get("expect") or "")
         msg_id = str(self.ctx.get("msg_id") or "")
         requester = str(self.ctx.get("requester") or "owner").lstrip("@")

@@ -27,7 +27,7 @@ from flock.jev.fit import warm_fit_score
 from flock.models import Crow
 from nests import queries
 from nests.actions.chat import claims as chat_claims
-from nests.actions.chat import deliveries, expectations, sentry
+from nests.actions.chat import debates, deliveries, expectations, sentry
 from nests.actions.chat.dispatch import route_message
 from nests.actions.rooms import ensure_direct_chat
 from nests.models import ChatRequest, Nest, NestMessage
@@ -318,6 +318,7 @@ def post_message(
         expectations.on_message(
             message, request=request, claim=claim, invocation=invoked, answer=expectation_answer
         )
+        debates.after_post(message, invocation=invocation)
         notice = sentry.quarantine_notice(message)
         if notice:
             # A quarantined crow never answers; the one who addressed it hears why.

@@ -10,7 +10,7 @@ from ninja import Router
 
 from nests import queries_ledger
 from nests.actions.messages import open_room
-from nests.schemas_ledger import ExpectationsOut
+from nests.schemas_ledger import DebatesOut, ExpectationsOut
 
 router = Router(tags=["ledger"])
 
@@ -19,3 +19,9 @@ router = Router(tags=["ledger"])
 def list_expectations(request: HttpRequest, nest_id: str, status: str | None = None) -> dict[str, Any]:
     nest = open_room(nest_id)
     return {"nest_id": nest.nest_id, "expectations": queries_ledger.expectations_in(nest, status=status)}
+
+
+@router.get("/nests/{nest_id}/debates", response=DebatesOut)
+def list_debates(request: HttpRequest, nest_id: str) -> dict[str, Any]:
+    nest = open_room(nest_id)
+    return {"nest_id": nest.nest_id, "debates": queries_ledger.debates_in(nest)}

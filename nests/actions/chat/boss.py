@@ -23,6 +23,7 @@ from flock.actions import hatch_crow, retire_crow
 from flock.errors import CrowsError
 from flock.models import Crow
 from nests import queries
+from nests.actions.chat import debates
 from nests.actions.rooms import create_nest
 from nests.models import Invocation
 
@@ -145,6 +146,15 @@ def handle(inv: Invocation, boss: Crow) -> object:
     from nests.actions.chat.crows import Reply
 
     trigger = inv.trigger
+    if inv.reason == "debate":
+        # The owner asked for a debate: Boss moderates (docs/GOVERNANCE.md).
+        started = debates.start_debate(inv, boss)
+        if isinstance(started, str):
+            return Reply(text=f"[ACK {trigger.msg_id}] {_opener(boss, trigger.msg_id)} Can't start it: {started}",
+                         refers_to=trigger.msg_id, to=OWNER, closes=True)
+        return started
+    if inv.reason == "nudge":
+        return debates.recue(inv, boss)
     if trigger.author != OWNER or inv.reason not in ("addressed", "direct"):
         return None
     order = parse_order(trigger.text)

@@ -23,7 +23,7 @@ from flock.events import lock_event_log
 from flock.models import Crow
 from flock.queries import persona_of
 from nests import queries
-from nests.actions.chat import budgets, sentry
+from nests.actions.chat import budgets, debates, sentry
 from nests.actions.chat.claims import mark_answered, request_for
 from nests.actions.chat.quill import task_words
 from nests.models import ChatRequest, Invocation, NestMessage
@@ -54,6 +54,7 @@ WHY = {
     "quill_route": "nobody in the room may claim this open request yet; route it to a crow by name",
     "relay_back": "a result came back for a request you relayed for the owner",
     "nudge": "the harness nudged you about something you said you would do",
+    "debate": "the moderator cued you in a debate the owner asked for: speak to your stance, in your turn",
 }
 
 
@@ -200,6 +201,9 @@ def _brain_reply(inv: Invocation, crow: Crow) -> tuple[str, int, str, int]:
     }
     if inv.expect:
         context["expect"] = inv.expect
+    debate = debates.context_for(inv.nest, crow.name)
+    if debate is not None:
+        context["debate"] = debate
     if request is not None:
         context.update(mode=request.mode, task_type=request.task_type)
         if request.mode == ChatRequest.Mode.CONSPIRACY:

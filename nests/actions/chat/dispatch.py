@@ -36,7 +36,7 @@ from flock import jev as jev_service
 from flock.actions import log_jev_tag
 from flock.models import Crow
 from nests import queries
-from nests.actions.chat import budgets
+from nests.actions.chat import budgets, debates
 from nests.actions.chat.claims import CONSPIRACY_CAP, decliners
 from nests.models import ChatRequest, Claim, Invocation, Nest, NestMessage
 
@@ -178,6 +178,14 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
     author = message.author
     kind = message.kind
 
+    # A debate's moderator cues one speaker at a time; the owner's order starts one.
+    cued = debates.cued_decision(message)
+    if cued and _active(cued):
+        return Decision(cued, "debate", "say")
+    if author == OWNER and nest.kind != Nest.Kind.DIRECT and debates.is_debate_order(message.text):
+        boss = queries.boss()
+        if boss is not None and _active(boss.name):
+            return Decision(boss.name, "debate", "say")
     if author in HARNESS_AUTHORS:
         if kind == "nudge" and message.to and _active(message.to):
             from nests.actions.chat.expectations import expect_for_nudge

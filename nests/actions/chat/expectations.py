@@ -417,6 +417,9 @@ def check_expectation(expectation_pk: int, due_iso: str = "") -> str:
         if exp.due_at > now:
             _schedule(exp)  # too early (a clock step, a hand-run task): again at the due time
             return "not due"
+        if exp.check_name == Expectation.Check.TURN_ORDER and exp.debate is not None and exp.debate.cued != exp.crow:
+            # Spoke out of turn: nudged on the spot; it waits for its cue, not a clock.
+            return "waiting"
         if _speaking(exp):
             # The crow has not had its say yet (on the work, or on the last nudge); when
             # its invocation ends, restart_timers checks again.
