@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from flock.errors import BadInput
+from django.conf import settings
+
+from flock.errors import BadInput, NotFound
+from flock.models import Crow
 from nests.actions.chat.expectations import expectation_record
 from nests.actions.chat.debates import debate_record
 from nests.models import Debate, Expectation, Nest
+from nests.queries_memory import remember
 
 EXPECTATIONS_MAX = 200
 
@@ -27,3 +31,20 @@ def debates_in(nest: Nest) -> list[dict[str, Any]]:
     """The room's debates, oldest first (the newest 50)."""
     newest = list(Debate.objects.filter(nest=nest).select_related("nest").order_by("-id")[:50])
     return [debate_record(d) for d in reversed(newest)]
+
+
+def memory_of(name: str, *, query: str = "", limit: str | None = None) -> dict[str, Any]:
+    """What a crow remembers across rooms (most relevant to `query` first, within its
+    token budget), as the crow page and GET /api/crows/{name}/memory show it."""
+    crow = Crow.objects.filter(name__iexact=name).first()
+    if crow is None:
+        raise NotFound(f"no such crow: {name!r}")
+    size = 50
+    if limit is not None:
+        if not limit.isdigit() or not 1 <= int(limit) <= 200:
+            raise BadInput("limit must be a whole number from 1 to 200")
+        size = int(limit)
+    if len(query) > 2000:
+        raise BadInput("q must be at most 2000 characters")
+    items = remember(crow.name, query=query, limit=size)
+    return {"crow": crow.name, "query": query, "token_budget": settings.CROWS_MEMORY_TOKENS, "items": items}

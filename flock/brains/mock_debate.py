@@ -95,3 +95,28 @@ def _verdict(debate: dict[str, Any], rng: random.Random) -> str:
     because = _quote(finals.get(winner, ""), 12) or "the clearer case"
     other = f"; {losers[0]}'s case ({stances.get(losers[0], '')}) was sound but thinner on evidence" if losers else ""
     return f"Verdict: {winner} — {stances.get(winner, '')} wins on “{because}”{other}."
+
+
+def recall(memory: Any, about: str) -> str:
+    """The mock's use of its memory across rooms: the most relevant item that shares a
+    content word with what it is asked, quoted with the room it came from, or ""."""
+    if not isinstance(memory, list) or not about.strip():
+        return ""
+    wanted = _content_words(about)
+    for item in memory:
+        if not isinstance(item, dict):
+            continue
+        text = str(item.get("text") or "")
+        if not wanted & _content_words(text):
+            continue
+        quote = mt.shorten(" ".join(re.sub(r"[@#\[\]]", "", text).split()), 30)
+        room = str(item.get("room") or "another room")
+        who = "the owner told me" if item.get("author") == "owner" else (
+            "I said" if item.get("role") != "told" else f"{item.get('author')} told me"
+        )
+        return f"From {room}, I remember {who}: “{quote}”"
+    return ""
+
+
+def _content_words(text: str) -> set[str]:
+    return {w.strip(".-'") for w in mt.words(text) if len(w.strip(".-'")) > 3 and w not in mt.STOP}

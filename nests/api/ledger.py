@@ -10,7 +10,7 @@ from ninja import Router
 
 from nests import queries_ledger
 from nests.actions.messages import open_room
-from nests.schemas_ledger import DebatesOut, ExpectationsOut
+from nests.schemas_ledger import DebatesOut, ExpectationsOut, MemoryOut
 
 router = Router(tags=["ledger"])
 
@@ -25,3 +25,8 @@ def list_expectations(request: HttpRequest, nest_id: str, status: str | None = N
 def list_debates(request: HttpRequest, nest_id: str) -> dict[str, Any]:
     nest = open_room(nest_id)
     return {"nest_id": nest.nest_id, "debates": queries_ledger.debates_in(nest)}
+
+
+@router.get("/crows/{name}/memory", response=MemoryOut)
+def crow_memory(request: HttpRequest, name: str, q: str = "", limit: str | None = None) -> dict[str, Any]:
+    return queries_ledger.memory_of(name, query=q, limit=limit)

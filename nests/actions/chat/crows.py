@@ -27,6 +27,7 @@ from nests.actions.chat import budgets, debates, sentry
 from nests.actions.chat.claims import mark_answered, request_for
 from nests.actions.chat.quill import task_words
 from nests.models import ChatRequest, Invocation, NestMessage
+from nests.queries_memory import memory_lines, remember
 
 log = logging.getLogger("crows.chat")
 
@@ -204,6 +205,10 @@ def _brain_reply(inv: Invocation, crow: Crow) -> tuple[str, int, str, int]:
     debate = debates.context_for(inv.nest, crow.name)
     if debate is not None:
         context["debate"] = debate
+    # One crow, many rooms: what it said and was told elsewhere, marked with the room.
+    memories = remember(crow.name, query=f"{inv.trigger.text} {ref.text}", exclude_nest=inv.nest)
+    if memories:
+        context["memory"] = memories
     if request is not None:
         context.update(mode=request.mode, task_type=request.task_type)
         if request.mode == ChatRequest.Mode.CONSPIRACY:
@@ -214,7 +219,7 @@ def _brain_reply(inv: Invocation, crow: Crow) -> tuple[str, int, str, int]:
         messages=_history(inv, crow),
         max_tokens=max(1, min(CHAT_MAX_TOKENS, left)),
         context=context,
-        system=_system(inv, crow, request, note),
+        system="\n\n".join(p for p in (_system(inv, crow, request, note), memory_lines(memories)) if p),
     )
     reply = get_brain(crow.brain_spec).think(brain_request)
     tokens = int(reply.tokens_in) + int(reply.tokens_out)
