@@ -10,7 +10,8 @@ from flock.errors import BadInput, NotFound
 from flock.models import Crow
 from nests.actions.chat.expectations import expectation_record
 from nests.actions.chat.debates import debate_record
-from nests.models import Debate, Expectation, Nest
+from nests.actions.chat.orchestration import decision_record
+from nests.models import Debate, Expectation, Nest, OrchestrationDecision
 from nests.queries_memory import remember
 
 EXPECTATIONS_MAX = 200
@@ -48,3 +49,25 @@ def memory_of(name: str, *, query: str = "", limit: str | None = None) -> dict[s
         raise BadInput("q must be at most 2000 characters")
     items = remember(crow.name, query=query, limit=size)
     return {"crow": crow.name, "query": query, "token_budget": settings.CROWS_MEMORY_TOKENS, "items": items}
+
+
+def orchestration_log(
+    *, crow: str | None = None, decider: str | None = None, kind: str | None = None, limit: str | None = None
+) -> list[dict[str, Any]]:
+    """Orchestration decisions, oldest first (the newest `limit`, default 200), filtered by
+    the crow picked (or whose model was picked), the decider, or the kind."""
+    rows = OrchestrationDecision.objects.all()
+    if kind is not None:
+        if kind not in OrchestrationDecision.Kind.values:
+            raise BadInput(f"kind must be one of {', '.join(OrchestrationDecision.Kind.values)}, not {kind!r}")
+        rows = rows.filter(kind=kind)
+    if crow:
+        rows = rows.filter(crow__iexact=crow)
+    if decider:
+        rows = rows.filter(decider__iexact=decider)
+    size = 200
+    if limit is not None:
+        if not limit.isdigit() or not 1 <= int(limit) <= 1000:
+            raise BadInput("limit must be a whole number from 1 to 1000")
+        size = int(limit)
+    return [decision_record(d) for d in reversed(list(rows.order_by("-id")[:size]))]

@@ -27,7 +27,7 @@ from flock.jev.fit import warm_fit_score
 from flock.models import Crow
 from nests import queries
 from nests.actions.chat import claims as chat_claims
-from nests.actions.chat import debates, deliveries, expectations, sentry
+from nests.actions.chat import debates, deliveries, expectations, orchestration, sentry
 from nests.actions.chat.dispatch import route_message
 from nests.actions.rooms import ensure_direct_chat
 from nests.models import ChatRequest, Nest, NestMessage
@@ -319,6 +319,7 @@ def post_message(
             message, request=request, claim=claim, invocation=invoked, answer=expectation_answer
         )
         debates.after_post(message, invocation=invocation)
+        orchestration.after_post(message, request=request if request is not None and request.message_id == message.id else None)
         notice = sentry.quarantine_notice(message)
         if notice:
             # A quarantined crow never answers; the one who addressed it hears why.

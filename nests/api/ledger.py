@@ -10,7 +10,7 @@ from ninja import Router
 
 from nests import queries_ledger
 from nests.actions.messages import open_room
-from nests.schemas_ledger import DebatesOut, ExpectationsOut, MemoryOut
+from nests.schemas_ledger import DebatesOut, ExpectationsOut, MemoryOut, OrchestrationOut
 
 router = Router(tags=["ledger"])
 
@@ -30,3 +30,11 @@ def list_debates(request: HttpRequest, nest_id: str) -> dict[str, Any]:
 @router.get("/crows/{name}/memory", response=MemoryOut)
 def crow_memory(request: HttpRequest, name: str, q: str = "", limit: str | None = None) -> dict[str, Any]:
     return queries_ledger.memory_of(name, query=q, limit=limit)
+
+
+@router.get("/orchestration", response=OrchestrationOut)
+def orchestration(
+    request: HttpRequest, crow: str | None = None, decider: str | None = None, kind: str | None = None,
+    limit: str | None = None,
+) -> dict[str, Any]:
+    return {"decisions": queries_ledger.orchestration_log(crow=crow, decider=decider, kind=kind, limit=limit)}

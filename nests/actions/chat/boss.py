@@ -23,7 +23,7 @@ from flock.actions import hatch_crow, retire_crow
 from flock.errors import CrowsError
 from flock.models import Crow
 from nests import queries
-from nests.actions.chat import debates
+from nests.actions.chat import debates, orchestration
 from nests.actions.rooms import create_nest
 from nests.models import Invocation
 
@@ -100,7 +100,7 @@ def _task_types(strength: str) -> list[str]:
         return []
 
 
-def _hatch(order: Order, boss: Crow) -> str:
+def _hatch(order: Order, boss: Crow, inv: Invocation | None = None) -> str:
     if not order.strength:
         return f"Hatch {order.name} to be good at what? Say, for example, “hatch a crow named {order.name} who is good at data”."
     crow = hatch_crow(
@@ -110,10 +110,15 @@ def _hatch(order: Order, boss: Crow) -> str:
         model=order.model,
         task_types=_task_types(order.strength),
     )
+    # Boss picked the model: Jev scores it from the flight log (docs/GOVERNANCE.md, 7a).
+    pick = orchestration.score_model_pick(
+        crow, model_spec=crow.brain_spec, decider=boss.name,
+        nest=inv.nest if inv is not None else None, msg_id=inv.trigger.msg_id if inv is not None else "",
+    )
     return (
         f"Hatched @{crow.name} {crow.epithet}: good at {crow.strength}. Brain: {crow.brain_spec}. "
         f"Trust starts at 0 (stranger) for every task type, so {crow.name} speaks when addressed. "
-        f"Say hello in dm-{crow.name.lower()}."
+        f"Say hello in dm-{crow.name.lower()}. Jev scores the model pick {pick.score:.2f} ({pick.decision_id})."
     )
 
 
@@ -162,7 +167,7 @@ def handle(inv: Invocation, boss: Crow) -> object:
         return None
     try:
         if order.verb == "hatch":
-            said = _hatch(order, boss)
+            said = _hatch(order, boss, inv)
         elif order.verb == "nest":
             said = _nest(order, boss)
         else:

@@ -36,7 +36,7 @@ from flock import jev as jev_service
 from flock.actions import log_jev_tag
 from flock.models import Crow
 from nests import queries
-from nests.actions.chat import budgets, debates
+from nests.actions.chat import budgets, debates, orchestration
 from nests.actions.chat.claims import CONSPIRACY_CAP, decliners
 from nests.models import ChatRequest, Claim, Invocation, Nest, NestMessage
 
@@ -313,6 +313,12 @@ def route_message(
         status=Invocation.Status.SKIPPED if refusal else Invocation.Status.QUEUED,
         error=refusal,
     )
+    if decision.fit is not None and decision.candidates:
+        # Every pick by fit is logged with what it weighed (docs/GOVERNANCE.md, 7a).
+        orchestration.log_dispatch_pick(
+            message, crow=decision.crow, reason=decision.reason, candidates=decision.candidates,
+            task_type=request.task_type if request is not None else "chat",
+        )
     if refusal:
         if refusal == budgets.BUDGET_SPENT:
             budgets.announce_spent(nest, budget)
