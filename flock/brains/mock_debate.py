@@ -72,15 +72,16 @@ def debate_turn(debate: dict[str, Any], *, name: str, strength: str, rng: random
         return f"Round {round_n}, {stance}: {case}. Evidence first, please, if you disagree."
     last = others[-1]
     point = _quote(str(last.get("text") or ""))
-    concede = rng.random() < 0.35
-    answer = rng.choice(
-        (
-            f"that skips {terms}, which is where the real cost sits",
-            f"show the evidence; without it, {terms} still favours {stance}",
-            f"a fair worry, but {lens} says it is manageable",
-        )
+    answers = (
+        f"that skips {terms}, which is where the real cost sits",
+        f"show the evidence; without it, {terms} still favours {stance}",
+        f"a fair worry, but {lens} says it is manageable",
+        f"that is an assertion, not a number; on {terms} the record says otherwise",
     )
-    concession = f" I concede one thing: {rng.choice(('timing matters', 'the risk is real', 'it is not free'))}." if concede else ""
+    # Each turn answers differently from the crow's last one, so rounds move on.
+    answer = answers[(round_n + len(turns) + rng.randrange(2)) % len(answers)]
+    concede = (round_n + len(turns)) % 3 == 0
+    concession = f" I concede one thing: {('timing matters', 'the risk is real', 'it is not free')[round_n % 3]}." if concede else ""
     return f"Round {round_n}, {stance}. {last.get('crow')} says “{point}” — {answer}.{concession}"
 
 

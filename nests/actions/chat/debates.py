@@ -261,7 +261,6 @@ def _cue(debate: Debate, crow: str, text: str, refers_to: str) -> NestMessage:
     return cue
 
 
-CUE_PREFIX = "🎙"
 
 
 def _round_open(debate: Debate, refers_to: str) -> NestMessage:
@@ -276,7 +275,7 @@ def _round_open(debate: Debate, refers_to: str) -> NestMessage:
     then = ", then ".join(f"@{c}" for c in order[1:])
     return _cue(
         debate, first,
-        f"{CUE_PREFIX} Round {debate.round} of {debate.rounds} ({debate.debate_id}) is open. "
+        f"Round {debate.round} of {debate.rounds} ({debate.debate_id}) is open. "
         f"@{first} ({debate.stances[first]}), you speak first" + (f"; then {then}." if then else "."),
         refers_to,
     )
@@ -385,7 +384,7 @@ def _advance(debate: Debate, message: NestMessage) -> None:
         nxt = speakers[spoken]
         label = f"round {debate.round}" if debate.phase == Debate.Phase.ARGUING else "final positions"
         extra = f" Format: “{FINAL_FORMAT}”." if debate.phase == Debate.Phase.FINAL else ""
-        _cue(debate, nxt, f"{CUE_PREFIX} @{nxt} ({debate.stances[nxt]}), your turn, {label}.{extra}", message.msg_id)
+        _cue(debate, nxt, f"@{nxt} ({debate.stances[nxt]}), your turn, {label}.{extra}", message.msg_id)
         return
     if debate.phase == Debate.Phase.ARGUING:
         emit(
@@ -404,7 +403,7 @@ def _advance(debate: Debate, message: NestMessage) -> None:
         first = debate.crows[0]
         _cue(
             debate, first,
-            f"{CUE_PREFIX} All {debate.rounds} rounds are done. Final positions, one each, in the format "
+            f"All {debate.rounds} rounds are done. Final positions, one each, in the format "
             f"“{FINAL_FORMAT}”. @{first} ({debate.stances[first]}), your turn.",
             message.msg_id,
         )
@@ -415,7 +414,7 @@ def _advance(debate: Debate, message: NestMessage) -> None:
         positions = "; ".join(f"{c}: {debate.stances[c]}" for c in debate.crows)
         _cue(
             debate, debate.judge,
-            f"{CUE_PREFIX} @{debate.judge}, your call as judge ({positions}). Weigh the final positions and answer "
+            f"@{debate.judge}, your call as judge ({positions}). Weigh the final positions and answer "
             f"“{VERDICT_FORMAT}”.",
             message.msg_id,
         )
@@ -528,7 +527,7 @@ def recue(inv: Invocation, boss: Crow) -> NestMessage | None:
         debate.cue_msg_id = ""
         debate.save(update_fields=["cue_msg_id"])
         cue = _say(
-            debate, f"{CUE_PREFIX} @{debate.cued}, we are waiting on you in {debate.debate_id}: your turn.",
+            debate, f"@{debate.cued}, we are waiting on you in {debate.debate_id}: your turn.",
             to=debate.cued, refers_to=debate.kickoff_msg_id, invocation=inv,
         )
         debate.cue_msg_id = cue.msg_id

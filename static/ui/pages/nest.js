@@ -9,6 +9,7 @@ import { crowAvatar } from "../crow_art.js";
 import { messageEl, attachAnswer, MentionBox } from "../chat.js";
 import { showFormError, clearFormError, toast, messageOf } from "../notify.js";
 import { DecisionBoard, DeliveryApprovals } from "../decisions.js";
+import { ExpectationsPanel, DebatesPanel, isOwnerSummary } from "../ledger.js";
 
 const ui = uiConfig();
 const config = ui.config || {};
@@ -22,6 +23,8 @@ let replyTo = null;
 let room = null;
 const board = new DecisionBoard($("#decisions"), { nestId });
 const approvals = new DeliveryApprovals(nestId);
+const expectations = new ExpectationsPanel($("#expectations"), nestId);
+const debates = new DebatesPanel($("#debates"), nestId);
 
 function nearBottom() {
   return list.scrollHeight - list.scrollTop - list.clientHeight < 120;
@@ -34,7 +37,10 @@ function addMessage(msg) {
   seen.set(msg.msg_id, msg);
   const stick = nearBottom();
   list.querySelector(".empty")?.remove();
-  list.append(messageEl(msg, { members, onReply: setReply }));
+  const el = messageEl(msg, { members, onReply: setReply });
+  // The harness's summary of open expectations is addressed to you: it stands out.
+  if (isOwnerSummary(msg)) el.classList.add("owner-summary");
+  list.append(el);
   if (msg.refers_to && ["claim", "deliver", "decline"].includes(msg.kind)) {
     const request = document.getElementById(`msg-${msg.refers_to}`);
     if (request) attachAnswer(request, msg);
@@ -246,6 +252,8 @@ async function main() {
     toast(`Could not read the flock: ${messageOf(err)}`, "error");
   }
   await loadRoom();
+  expectations.load();
+  debates.load();
   board.load(state.open_decisions);
   approvals.load(state.pending_approvals);
   drawRooms(nests);
@@ -262,6 +270,8 @@ async function main() {
     .on("verdict", (event) => approvals.verdict(event.data))
     .onAny((event) => {
       board.apply(event);
+      expectations.apply(event);
+      debates.apply(event);
       if (event.live && ["crow.quarantined", "crow.reinstated"].includes(event.name)) {
         toast(`${event.data.crow} ${event.name === "crow.quarantined" ? "is quarantined by the Sentry" : "is reinstated"}.`,
           event.name === "crow.quarantined" ? "error" : "good");
