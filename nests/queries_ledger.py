@@ -8,8 +8,8 @@ from django.conf import settings
 
 from flock.errors import BadInput, NotFound
 from flock.models import Crow
-from nests.actions.chat.expectations import expectation_record
 from nests.actions.chat.debates import debate_record
+from nests.actions.chat.expectations import expectation_record
 from nests.actions.chat.orchestration import decision_record
 from nests.models import Debate, Expectation, Nest, OrchestrationDecision
 from nests.queries_memory import remember

@@ -25,12 +25,13 @@ from django.db.models import Q
 
 from flock.brains.prompts import estimate_tokens
 from flock.events import rfc3339
+from flock.vocab import HARNESS_AUTHORS, OWNER
 from nests.models import Nest, NestMessage
 
 MEMORY_CANDIDATES = 300
 ITEM_CHARS = 300
 RECENCY_HALF_LIFE = 25
-NOT_MEMORIES = ("harness", "Sentry")
+NOT_MEMORIES = HARNESS_AUTHORS
 _WORD_RE = re.compile(r"[a-z0-9][a-z0-9'-]*")
 _STOP = frozenset(
     "the a an and or but of for to in on at by with from into about this that these those it its our your my "
@@ -70,7 +71,7 @@ def _candidates(crow: str, exclude_nest: Nest | None) -> list[NestMessage]:
     own_dm = f"dm-{crow.lower()}"
     rows = (
         NestMessage.objects.filter(
-            Q(author=crow) | Q(to=crow) | Q(nest__nest_id=own_dm, author="owner")
+            Q(author=crow) | Q(to=crow) | Q(nest__nest_id=own_dm, author=OWNER)
         )
         .exclude(author__in=NOT_MEMORIES)
         .exclude(kind__in=("nudge", "flag"))

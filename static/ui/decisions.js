@@ -8,6 +8,7 @@ import { h, $, plural } from "./dom.js";
 import { post } from "./api.js";
 import { crowAvatar } from "./crow_art.js";
 import { toast, announce, messageOf } from "./notify.js";
+import { OWNER } from "./vocab.js";
 
 const BREACH_WORDS = {
   redo: "redo", ignored_decline: "ignored decline", forbidden_kind: "forbidden kind",
@@ -73,7 +74,7 @@ export class DecisionBoard {
     this.changed();
     if (quiet) return;
     const words = OUTCOME_WORDS[d.outcome] || d.outcome;
-    toast(`${d.crow || d.subject}: ${words}${d.by && d.by !== "owner" ? ` (${d.by})` : ""}.`, d.outcome === "reinstated" ? "good" : "info");
+    toast(`${d.crow || d.subject}: ${words}${d.by && d.by !== OWNER ? ` (${d.by})` : ""}.`, d.outcome === "reinstated" ? "good" : "info");
   }
 
   /** Feed one stream event; replayed ones (not live) change the board without a toast. */

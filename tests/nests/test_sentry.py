@@ -266,3 +266,23 @@ def test_reinstated_crow_speaks_again(launch, script):
     post_message("launch", author="owner", text="@Hugin welcome back")
     run_crows()
     assert NestMessage.objects.filter(author="Hugin").order_by("-n").first().text == "Back on the wire."
+
+
+def test_the_phrase_in_the_crows_direct_chat_answers_too(launch, script):
+    script([{"crow": "Hugin", "reply": "[NUDGE launch-1] hurry"}])
+    post_message("launch", author="owner", text="@Hugin hello there")
+    run_crows()
+    post_message("dm-hugin", author="owner", text="yes, reinstate Hugin")
+    assert Decision.objects.get().outcome == "reinstated"
+    assert Crow.objects.get(name="Hugin").status == "active"
+
+
+def test_boss_retiring_a_quarantined_crow_closes_its_decision(launch, script):
+    script([{"crow": "Hugin", "reply": "[NUDGE launch-1] hurry"}])
+    post_message("launch", author="owner", text="@Hugin hello there")
+    run_crows()
+    post_message("launch", author="owner", text="@Boss retire Hugin")
+    run_crows()
+    assert Crow.objects.get(name="Hugin").status == "retired"
+    decision = Decision.objects.get()
+    assert (decision.status, decision.outcome, decision.answered_by) == ("closed", "retired", "Boss")

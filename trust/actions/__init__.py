@@ -7,6 +7,7 @@ from trust.actions.decisions import (
     open_decision,
     reinstate_phrase,
     reschedule_decision_timeouts,
+    withdraw_decisions,
 )
 from trust.actions.ledger import record_trust_outcome, seed_trust
 from trust.actions.quarantine import quarantine_crow, record_breach, reinstate_crow, retire_crow
@@ -42,4 +43,5 @@ __all__ = [
     "reschedule_timeouts",
     "seed_trust",
     "time_out_approval",
+    "withdraw_decisions",
 ]

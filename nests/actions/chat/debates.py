@@ -33,12 +33,12 @@ from django.utils import timezone
 
 from flock.events import emit, lock_event_log, register_event_names, rfc3339
 from flock.models import Crow
+from flock.vocab import HARNESS_AUTHORS, OWNER
 from nests import queries
 from nests.models import Debate, Expectation, Invocation, Nest, NestMessage
 
 register_event_names("debate.started", "debate.round", "debate.finished")
 
-OWNER = "owner"
 MAX_ROUNDS = 5
 DEBATE_RE = re.compile(
     r"\b(?:debate\s+(?:this|it|that|whether|if|about|on)|debate\s*:|have\s+(?:them|\w+\s+and\s+\w+)\s+(?:argue|debate)|"
@@ -478,7 +478,7 @@ def _out_of_turn(debate: Debate, message: NestMessage) -> None:
 def after_post(message: NestMessage, *, invocation: Invocation | None) -> None:
     """post_message's hook, inside its transaction: a cued crow's turn advances the debate;
     a participant speaking while another is cued is nudged."""
-    if message.author in (OWNER, "harness", "Sentry") or message.kind in ("nudge", "flag"):
+    if message.author in (OWNER, *HARNESS_AUTHORS) or message.kind in ("nudge", "flag"):
         return
     debate = running_debate(message.nest, lock=True)
     if debate is None or message.author == debate.moderator:

@@ -41,6 +41,7 @@ from django.utils import timezone
 from flock import jev as jev_service
 from flock.events import emit, lock_event_log, register_event_names
 from flock.models import Crow
+from flock.vocab import HARNESS, OWNER, SENTRY
 from nests.actions.chat import budgets
 from nests.actions.chat.due import due_from_text
 from nests.models import ChatRequest, Claim, Expectation, Invocation, Nest, NestMessage
@@ -50,9 +51,6 @@ register_event_names("expectation.opened", "expectation.closed")
 log = logging.getLogger("crows.expectations")
 
 NUDGE_LIMIT = 3
-OWNER = "owner"
-HARNESS = "harness"
-SENTRY = "Sentry"
 EXPECTATION_QUESTION = "expectation"
 PROMISE_RE = re.compile(
     r"\b(i'?ll|i\s+will|i'?m\s+going\s+to|i\s+shall|will\s+(?:have|send|deliver|post|get|finish)|"

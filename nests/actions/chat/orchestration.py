@@ -29,6 +29,7 @@ from django.conf import settings
 from flock import jev as jev_service
 from flock.events import emit, register_event_names, rfc3339
 from flock.models import Crow
+from flock.vocab import HARNESS, OWNER
 from nests import queries
 from nests.models import Nest, NestMessage, OrchestrationDecision
 
@@ -78,7 +79,7 @@ def _nudge(d: OrchestrationDecision, text: str) -> None:
     from nests.actions.messages import post_message
 
     nudge = post_message(
-        d.nest_id, author="harness", text=f"[NUDGE {d.msg_id}] [nudge 1/3] {text}", kind="nudge",
+        d.nest_id, author=HARNESS, text=f"[NUDGE {d.msg_id}] [nudge 1/3] {text}", kind="nudge",
         to=d.decider, refers_to=d.msg_id, tagged_by="header",
     )
     d.nudge_msg_id = nudge.msg_id
@@ -144,7 +145,7 @@ def score_crow_pick(
 
 def after_post(message: NestMessage, *, request: Any) -> None:
     """post_message's hook: a request Quill or Boss addressed to a crow is a crow pick."""
-    if message.kind != "request" or request is None or not message.to or message.to == "owner":
+    if message.kind != "request" or request is None or not message.to or message.to == OWNER:
         return
     author = Crow.objects.filter(name=message.author).first()
     if author is None or author.role not in PICKERS:

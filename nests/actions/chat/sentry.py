@@ -44,6 +44,7 @@ from flock import jev as jev_service
 from flock.brains.header import parse_header
 from flock.events import lock_event_log
 from flock.models import Crow
+from flock.vocab import HARNESS, OWNER, SENTRY
 from nests import queries
 from nests.models import ChatRequest, Invocation, Nest, NestMessage
 from trust.actions import open_decision, quarantine_crow, record_breach, reinstate_phrase
@@ -51,9 +52,6 @@ from trust.models import Breach, Decision
 
 log = logging.getLogger("crows.sentry")
 
-SENTRY = "Sentry"
-OWNER = "owner"
-HARNESS = "harness"
 GUARDRAIL_SCORE = 1.0
 # Jev's fit score (flock/jev/fit.py) is a similarity: unrelated texts land near 0 and a
 # good match rarely passes 0.3. Below this a claim is off-task: the crow's profile and the

@@ -8,8 +8,9 @@ import { inputsFor } from "../rive_inputs.js";
 import { ListBook, renderList, startCountdowns } from "../lists.js";
 import { showFormError, clearFormError, toast, announce, messageOf } from "../notify.js";
 import { DecisionBoard } from "../decisions.js";
+import { LEVEL_WORDS, OWNER } from "../vocab.js";
 
-const TRUST_WORDS = ["stranger", "regular", "trusted"];
+const TRUST_WORDS = LEVEL_WORDS;
 const ui = uiConfig();
 const config = ui.config || {};
 const book = new ListBook();
@@ -173,7 +174,7 @@ function setupComposer() {
   const requester = $("#list-requester");
   const error = $("#list-error");
   const button = $("#list-send");
-  requester.value = localStorage.getItem("crows.requester") || "owner";
+  requester.value = localStorage.getItem("crows.requester") || OWNER;
   text.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
       e.preventDefault();
