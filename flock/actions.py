@@ -12,7 +12,7 @@ from flock.errors import BadInput, Conflict, NotFound
 from flock.events import emit, register_event_names
 from flock.models import Crow, Flight, JevTag
 
-register_event_names("crow.hatched", "crow.retired")
+register_event_names("crow.hatched", "crow.retired", "crow.model_changed")
 
 
 def seed_flock() -> int:
@@ -188,4 +188,33 @@ def retire_crow(name: str, *, retired_by: str, reason: str = "") -> Crow:
         crow.status = Crow.Status.RETIRED
         crow.save(update_fields=["status"])
         emit("crow.retired", {"crow": crow.name, "retired_by": retired_by, "reason": reason[:300]})
+    return crow
+
+
+def change_crow_model(name: str, *, model: str, changed_by: str) -> Crow:
+    """Put a living crow on another brain (`provider:model`, or "" for CROWS_BRAIN).
+    Emits crow.model_changed with the brain before and after."""
+    model = (model or "").strip()
+    if model and not MODEL_SPEC_RE.fullmatch(model):
+        raise BadInput(f"model must be mock, openai:<model>, anthropic:<model> or script:<path>, got {model!r}")
+    if model:
+        from flock.brains import ScriptError, check_brain_spec
+
+        try:
+            check_brain_spec(model)
+        except ScriptError as exc:
+            raise BadInput(str(exc)) from None
+    with transaction.atomic():
+        crow = Crow.objects.select_for_update().filter(name__iexact=(name or "").strip().lstrip("@")).first()
+        if crow is None:
+            raise NotFound(f"no crow named {name!r}")
+        if crow.status == Crow.Status.RETIRED:
+            raise BadInput(f"{crow.name} is retired")
+        previous = crow.brain_spec
+        crow.model = model
+        crow.save(update_fields=["model"])
+        emit(
+            "crow.model_changed",
+            {"crow": crow.name, "model": crow.brain_spec, "previous": previous, "changed_by": changed_by},
+        )
     return crow

@@ -83,3 +83,18 @@ def test_dispatch_picks_and_model_picks_are_logged(launch, client, script_brains
 
 def test_the_orchestration_event_is_listed_in_the_capabilities(client, db):
     assert "orchestration.decided" in client.get("/api/state").json()["capabilities"]
+
+
+def test_the_owner_moving_a_crow_to_another_model_is_scored(launch, client, capture_events):
+    with capture_events() as events:
+        post_message("launch", author="owner", text="@Boss switch Munin to openai:gpt-4o-mini")
+        run_crows()
+    assert Crow.objects.get(name="Munin").model == "openai:gpt-4o-mini"
+    changed = events.named("crow.model_changed")
+    assert changed == [{"crow": "Munin", "model": "openai:gpt-4o-mini", "previous": changed[0]["previous"],
+                        "changed_by": "owner", "ts": changed[0]["ts"]}]
+    decision = client.get("/api/orchestration?kind=model").json()["decisions"][-1]
+    assert (decision["decider"], decision["crow"], decision["model"]) == ("owner", "Munin", "openai:gpt-4o-mini")
+    reply = NestMessage.objects.filter(author="Boss").last()
+    assert reply is not None and "Moved Munin" in reply.text and decision["decision_id"] in reply.text
+    assert "crow.model_changed" in client.get("/api/state").json()["capabilities"]

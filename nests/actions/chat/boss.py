@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from flock import jev as jev_service
 from flock import queries as flock_queries
-from flock.actions import hatch_crow
+from flock.actions import change_crow_model, hatch_crow
 from flock.errors import CrowsError
 from flock.models import Crow
 from flock.vocab import OWNER
@@ -48,12 +48,17 @@ NEST_RE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 RETIRE_RE = re.compile(rf"\bretire\s+{NAME}", re.IGNORECASE)
+SWITCH_RE = re.compile(
+    rf"\b(?:switch|move|put|change|set|run)\s+{NAME}(?:'s\s+(?:model|brain))?\s+(?:to|on|onto)\s+(?:the\s+)?(?:model\s+|brain\s+)?"
+    r"(?P<model>(?:mock|openai|anthropic)(?::[\w.:/-]+)?)",
+    re.IGNORECASE,
+)
 LIST_SPLIT_RE = re.compile(r"\s*(?:,|\band\b|&|\+)\s*", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class Order:
-    verb: str  # hatch | nest | retire
+    verb: str  # hatch | model | nest | retire
     name: str
     strength: str = ""
     model: str = ""
@@ -67,6 +72,9 @@ def parse_order(text: str) -> Order | None:
     if m:
         crows = tuple(c.strip().lstrip("@").strip() for c in LIST_SPLIT_RE.split(m.group("crows")) if c.strip())
         return Order("nest", m.group("name").strip().strip("\"'“”"), crows=crows)
+    m = SWITCH_RE.search(words)
+    if m:
+        return Order("model", m.group("name"), model=m.group("model"))
     m = HATCH_RE.search(words)
     if m:
         rest = words[m.end():]
@@ -124,6 +132,25 @@ def _hatch(order: Order, boss: Crow, inv: Invocation | None = None) -> str:
     )
 
 
+def _change_model(order: Order, boss: Crow, inv: Invocation) -> str:
+    crow = Crow.objects.filter(name__iexact=order.name).first()
+    previous = crow.brain_spec if crow is not None else ""
+    changed = change_crow_model(order.name, model=order.model, changed_by=OWNER)
+    # The owner named the model: Jev scores the owner's pick (docs/GOVERNANCE.md, 7a), and
+    # Boss says so when the flight log argues against it.
+    pick = orchestration.score_model_pick(
+        changed, model_spec=changed.brain_spec, decider=OWNER, nest=inv.nest, msg_id=inv.trigger.msg_id,
+    )
+    warning = (
+        f" Heads up: that is below the low band ({pick.factors.get('approval')} approval in the flight log)."
+        if pick.band == "low" else ""
+    )
+    return (
+        f"Moved {changed.name} from {previous} to {changed.brain_spec}. "
+        f"Jev scores the model pick {pick.score:.2f} ({pick.decision_id}).{warning}"
+    )
+
+
 def _nest(order: Order, boss: Crow) -> str:
     crows = [_roster_name(c) for c in order.crows]
     nest = create_nest(order.name, crows=crows, created_by=boss.name)
@@ -169,6 +196,8 @@ def handle(inv: Invocation, boss: Crow) -> object:
     try:
         if order.verb == "hatch":
             said = _hatch(order, boss, inv)
+        elif order.verb == "model":
+            said = _change_model(order, boss, inv)
         elif order.verb == "nest":
             said = _nest(order, boss)
         else:
