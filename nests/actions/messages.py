@@ -266,8 +266,14 @@ def store_message(post: CheckedMessage) -> NestMessage:
                 kind, claiming = MessageKind.SAY, False
         finding = post.finding
         if finding is None and not post.harness:
+            # The Sentry judges what the crow meant to do: its own header counts as much as
+            # Jev's tag (a [RESULT x] that Jev reads as talk is still a delivery attempt).
+            judged = target or (
+                chat_claims.request_for(room, post.refers_to) if post.header in REPLY_KINDS else None
+            )
             finding = sentry.check_post(
-                author=post.author, crow=post.crow, kind=kind, target=target, invocation=post.invocation
+                author=post.author, crow=post.crow, kind=kind, header=post.header, target=judged,
+                invocation=post.invocation,
             )
         addressee = post.to
         if not addressee:
