@@ -89,3 +89,22 @@ def test_a_debate_needs_two_crows(db):
 def test_the_debate_events_are_listed_in_the_capabilities(client, db):
     capabilities = set(client.get("/api/state").json()["capabilities"])
     assert {"debate.started", "debate.round", "debate.finished"} <= capabilities
+
+
+@pytest.mark.parametrize(
+    "order, question, crows, judge, rounds",
+    [
+        ("I want a debate between Hugin and Munin on whether we should raise prices",
+         "whether we should raise prices", ["Hugin", "Munin"], "Pepper", 2),
+        ("have Munin and Hugin debate whether we ship Friday or Monday, Pepper judging, three rounds",
+         "whether we ship Friday or Monday", ["Munin", "Hugin"], "Pepper", 3),
+        ("have them argue: is a monorepo better than many repos?", "is a monorepo better than many repos?",
+         ["Hugin", "Munin"], "Pepper", 2),
+    ],
+)
+def test_the_owner_order_is_read_for_crows_judge_rounds_and_question(arena, order, question, crows, judge, rounds):
+    post_message("arena", author="owner", text=order)
+    run_crows()
+    debate = Debate.objects.get()
+    assert (debate.question, debate.crows, debate.judge, debate.rounds) == (question, crows, judge, rounds)
+    assert debate.status == "finished"

@@ -122,6 +122,17 @@ def test_a_delivery_after_the_first_nudge_closes_it_met(launch, script, settings
     assert summaries() == []
 
 
+def test_a_result_naming_the_nudge_delivers_the_work_it_was_nudged_for(launch, script, settings):
+    settings.CROWS_EXPECTATION_DUE_S = 0
+    script([{"crow": "Hugin", "match": "NUDGE", "reply": "[RESULT {msg_id}] Crows, now in nests."}, *STALLING[1:]])
+    ask_for_tweet()
+    run_crows()
+    assert len(nudges()) == 1
+    exp = Expectation.objects.get(check_name="single_owner")
+    assert exp.status == "met"
+    assert exp.request is not None and exp.request.state == "delivered"
+
+
 def test_a_restart_between_nudges_keeps_the_count_and_the_timer(launch, script, settings):
     script(STALLING)
     settings.CROWS_EXPECTATION_DUE_S = 0

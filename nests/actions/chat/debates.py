@@ -43,14 +43,15 @@ MAX_ROUNDS = 5
 DEBATE_RE = re.compile(
     r"\b(?:debate\s+(?:this|it|that|whether|if|about|on)|debate\s*:|have\s+(?:them|\w+\s+and\s+\w+)\s+(?:argue|debate)|"
     r"let\s+(?:them|\w+\s+and\s+\w+)\s+(?:argue|debate)|make\s+them\s+(?:argue|debate)|"
-    r"(?:start|hold|run|open)\s+a\s+debate|(?:argue|debate)\s+it\s+out)\b",
+    r"(?:start|hold|run|open|want|have)\s+a\s+debate|a\s+debate\s+(?:between|on|about)|let'?s\s+debate|"
+    r"(?:argue|debate)\s+it\s+out|(?:argue|debate)\s+(?:this|it)\s+out)\b",
     re.IGNORECASE,
 )
 ROUNDS_RE = re.compile(r"\b(\d|one|two|three|four|five)\s+rounds?\b", re.IGNORECASE)
 ROUND_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
 JUDGE_RES = (
     re.compile(r"\bjudge(?:d)?\s*(?::|by|is|=)?\s*@?(?P<name>[A-Za-z][\w-]{0,39})", re.IGNORECASE),
-    re.compile(r"@?(?P<name>[A-Za-z][\w-]{0,39})\s+(?:judges|will\s+judge|as\s+(?:the\s+)?judge|can\s+judge)\b", re.IGNORECASE),
+    re.compile(r"@?(?P<name>[A-Za-z][\w-]{0,39})\s+(?:judges|judging|will\s+judge|as\s+(?:the\s+)?judge|can\s+judge)\b", re.IGNORECASE),
 )
 FIRST_RE = re.compile(r"@?(?P<name>[A-Za-z][\w-]{0,39})\s+(?:goes|speaks|opens)\s+first|@?(?P<name2>[A-Za-z][\w-]{0,39})\s+first\b", re.IGNORECASE)
 TURNS_RE = re.compile(r"\b(?:take\s+turns|in\s+turn|turn\s+order|one\s+at\s+a\s+time|strict\s+order|goes\s+first|speaks\s+first)\b", re.IGNORECASE)
@@ -59,6 +60,10 @@ STRIP_RES = (
     DEBATE_RE, ROUNDS_RE, TURNS_RE, *JUDGE_RES, MENTION_RE,
     re.compile(r"\b(?:over|in|with|for)\s*$", re.IGNORECASE),
 )
+LEAD_FILLER = frozenset(
+    "i want would like to a an the between and vs vs. versus on about over have let with please it out "
+    "this that whether, ok so now then , : ; - —".split()
+) - {"whether"}
 RULES = "respond to the other side's specific points, concede when a point lands, demand evidence for every claim"
 FINAL_FORMAT = "Final position: <your stance> — <one line why>"
 VERDICT_FORMAT = "Verdict: <crow> — <why>"
@@ -117,10 +122,18 @@ def _can_speak(name: str) -> bool:
     )
 
 
-def _question(text: str, nest: Nest, trigger: NestMessage) -> str:
+def _question(text: str, nest: Nest, trigger: NestMessage, *, names: list[str]) -> str:
     words = text
     for pattern in STRIP_RES:
         words = pattern.sub(" ", words)
+    for name in filter(None, names):
+        words = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])[,:]?", " ", words, flags=re.IGNORECASE)
+    # What is left of "I want a debate between X and Y on ...", "let X and Y argue it out:"
+    # once the order and the names are gone: filler words before the question itself.
+    tokens = words.split()
+    while tokens and tokens[0].lower().strip(",:;.-—") in LEAD_FILLER:
+        tokens.pop(0)
+    words = " ".join(tokens)
     words = re.sub(r"\b(?:and|vs\.?|versus)\s*(?=[,:.]|$)", " ", words)
     words = " ".join(words.replace(" ,", ",").split()).strip(" ,:;.-—")
     if len(words.split()) >= 3:
@@ -162,9 +175,14 @@ def _plan(trigger: NestMessage) -> tuple[dict[str, Any] | None, str]:
             judge = _member(m.group("name"), members)
             break
     named = []
-    for name in MENTION_RE.findall(text):
-        member = _member(name, members)
-        if member and member != judge and member not in named and _can_speak(member):
+    # The crows named, @-mentioned or not, in the order the owner wrote them.
+    spots = []
+    for member in members:
+        m = re.search(rf"(?<![\w-])@?{re.escape(member)}(?![\w-])", text, re.IGNORECASE)
+        if m:
+            spots.append((m.start(), member))
+    for _, member in sorted(spots):
+        if member != judge and member not in named and _can_speak(member):
             named.append(member)
     if len(named) < 2:
         for name in nest.core or []:
@@ -195,7 +213,7 @@ def _plan(trigger: NestMessage) -> tuple[dict[str, Any] | None, str]:
         rounds = ROUND_WORDS.get(word) or int(word)
     if not 1 <= rounds <= MAX_ROUNDS:
         return None, f"a debate runs 1–{MAX_ROUNDS} rounds, not {rounds}"
-    question = _question(text, nest, trigger)
+    question = _question(text, nest, trigger, names=[*members, judge])
     if not question:
         return None, "what should they debate? Say “debate this: <the question>”"
     stances = dict(zip(named, _stances(question, len(named)), strict=True))
@@ -488,8 +506,10 @@ def after_post(message: NestMessage, *, invocation: Invocation | None) -> None:
     if message.author == debate.cued:
         _advance(debate, message)
         return
-    if invocation is not None and invocation.reason == "nudge":
-        return  # the crow's answer to its nudge is not another breach of turn order
+    if invocation is not None and invocation.reason in ("nudge", "debate"):
+        # The crow's answer to its nudge, or a cue it had already answered over the API:
+        # not another breach of turn order.
+        return
     _out_of_turn(debate, message)
 
 
