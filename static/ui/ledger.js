@@ -46,8 +46,10 @@ export class ExpectationsPanel {
     this.nestId = nestId;
     this.items = [];
     this.reload = new Debounced(() => this.load());
-    // Due times count down while the page is open.
+    // Due times count down while the page is open; an expectation closed without a
+    // message (its request carried out another way) shows up on the next read.
     setInterval(() => this.draw(), 30000);
+    setInterval(() => this.load(), 60000);
   }
 
   async load() {

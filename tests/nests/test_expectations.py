@@ -227,3 +227,12 @@ def test_the_expectations_endpoint(launch, script, settings, client):
 def test_the_ledger_events_are_listed_in_the_capabilities(client, db):
     capabilities = set(client.get("/api/state").json()["capabilities"])
     assert {"expectation.opened", "expectation.closed"} <= capabilities
+
+
+def test_an_order_boss_carries_out_needs_no_nudge(launch, settings):
+    # Boss answers the owner's order itself (an ACK, not a claim): the request is done.
+    settings.CROWS_EXPECTATION_DUE_S = 0
+    post_message("launch", author="owner", text="@Boss hatch a crow named Wren who is good at data", kind="request")
+    run_crows()
+    assert nudges() == []
+    assert set(Expectation.objects.values_list("status", flat=True)) <= {"met"}

@@ -285,9 +285,8 @@ def _round_open(debate: Debate, refers_to: str) -> NestMessage:
     order = _order(debate, debate.round)
     emit(
         "debate.round",
-        {"debate_id": debate.debate_id, "round": debate.round, "rounds": debate.rounds, "status": "open",
-         "speakers": order, "turns": []},
-        nest_id=debate.nest.nest_id,
+        {"nest_id": debate.nest.nest_id, "debate_id": debate.debate_id, "round": debate.round,
+         "rounds": debate.rounds, "status": "open", "speakers": order, "turns": []},
     )
     first = order[0]
     then = ", then ".join(f"@{c}" for c in order[1:])
@@ -335,7 +334,7 @@ def start_debate(inv: Invocation, boss: Crow) -> NestMessage | str:
         debate.kickoff_msg_id = kickoff.msg_id
         debate.round = 1
         debate.save(update_fields=["kickoff_msg_id", "round"])
-        emit("debate.started", debate_record(debate), nest_id=nest.nest_id)
+        emit("debate.started", debate_record(debate))
         from nests.actions.chat.expectations import open_expectation
 
         turns = len(plan["crows"]) * (plan["rounds"] + 1) + 1
@@ -407,9 +406,9 @@ def _advance(debate: Debate, message: NestMessage) -> None:
     if debate.phase == Debate.Phase.ARGUING:
         emit(
             "debate.round",
-            {"debate_id": debate.debate_id, "round": debate.round, "rounds": debate.rounds, "status": "completed",
-             "speakers": speakers, "turns": [t for t in debate.turns if t["round"] == debate.round]},
-            nest_id=debate.nest.nest_id,
+            {"nest_id": debate.nest.nest_id, "debate_id": debate.debate_id, "round": debate.round,
+             "rounds": debate.rounds, "status": "completed", "speakers": speakers,
+             "turns": [t for t in debate.turns if t["round"] == debate.round]},
         )
         if debate.round < debate.rounds:
             debate.round += 1
@@ -454,10 +453,9 @@ def _finish(debate: Debate, verdict: NestMessage) -> None:
         close_expectation(exp, status=Expectation.Status.MET, by_msg_id=verdict.msg_id, reason=f"{debate.debate_id} finished")
     emit(
         "debate.finished",
-        {"debate_id": debate.debate_id, "question": debate.question, "rounds": debate.rounds, "judge": debate.judge,
-         "verdict": debate.verdict, "winner": debate.winner, "finals": dict(debate.finals),
-         "verdict_msg_id": debate.verdict_msg_id, "turns": len(debate.turns)},
-        nest_id=debate.nest.nest_id,
+        {"nest_id": debate.nest.nest_id, "debate_id": debate.debate_id, "question": debate.question,
+         "rounds": debate.rounds, "judge": debate.judge, "verdict": debate.verdict, "winner": debate.winner,
+         "finals": dict(debate.finals), "verdict_msg_id": debate.verdict_msg_id, "turns": len(debate.turns)},
     )
     won = f" The call goes to @{debate.winner}." if debate.winner else ""
     _say(debate, f"Debate {debate.debate_id} is closed: {debate.rounds} rounds, both final positions in, and the "

@@ -123,6 +123,12 @@ def expectation_record(exp: Expectation) -> dict[str, Any]:
     }
 
 
+def _emit(name: str, exp: Expectation, record: dict[str, Any]) -> None:
+    # On the firehose, with the room named in the payload: a room's own stream carries
+    # its messages (EVENTS.md, "Nest messages"), and every nudge or summary is one.
+    emit(name, {"nest_id": exp.nest.nest_id, **record})
+
+
 def _schedule(exp: Expectation) -> None:
     from nests.tasks_chat import check_expectation_task
 
@@ -166,7 +172,7 @@ def open_expectation(
     )
     exp.expectation_id = f"exp-{exp.pk}"
     exp.save(update_fields=["expectation_id"])
-    emit("expectation.opened", expectation_record(exp), nest_id=message.nest.nest_id)
+    _emit("expectation.opened", exp, expectation_record(exp))
     _schedule(exp)
     return exp
 
@@ -183,7 +189,7 @@ def close_expectation(exp: Expectation, *, status: str, by_msg_id: str = "", rea
     exp.save()
     record = expectation_record(exp)
     record["outcome"] = status
-    emit("expectation.closed", record, nest_id=exp.nest.nest_id)
+    _emit("expectation.closed", exp, record)
     return exp
 
 
@@ -293,6 +299,22 @@ def _progress(exp: Expectation, message: NestMessage, request: ChatRequest | Non
         return ""
     if message.kind in ("deliver", "refer"):
         return f"{exp.crow} delivered"
+    return ""
+
+
+def _settled(exp: Expectation) -> str:
+    """Why the work behind `exp` is done though no message met it ("" if it is not): Quill
+    or Boss carried out the request themselves, it was relayed elsewhere, or (for a
+    request) someone claimed it."""
+    if exp.request_id is None or exp.check_name in (Expectation.Check.ROUNDS_COMPLETED, Expectation.Check.TURN_ORDER):
+        return ""
+    request = ChatRequest.objects.filter(pk=exp.request_id).first()
+    if request is None:
+        return ""
+    if request.state in (ChatRequest.State.DELIVERED, ChatRequest.State.DECLINED, ChatRequest.State.RELAYED):
+        return f"{request.message.msg_id} is {request.state}"
+    if exp.check_name == Expectation.Check.REQUESTER_ANSWER and request.claims.exists():
+        return f"{request.message.msg_id} is claimed"
     return ""
 
 
@@ -423,6 +445,10 @@ def check_expectation(expectation_pk: int, due_iso: str = "") -> str:
             # its invocation ends, restart_timers checks again.
             return "waiting"
         Nest.objects.select_for_update().filter(pk=exp.nest_id).first()
+        settled = _settled(exp)
+        if settled:
+            close_expectation(exp, status=Expectation.Status.MET, reason=settled)
+            return "met"
         crow = Crow.objects.filter(name=exp.crow).first()
         if crow is None or crow.status != Crow.Status.ACTIVE:
             state = crow.status if crow is not None else "gone"

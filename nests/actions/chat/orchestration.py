@@ -72,7 +72,8 @@ def _log(**fields: Any) -> OrchestrationDecision:
 
 
 def _emit(d: OrchestrationDecision) -> None:
-    emit("orchestration.decided", decision_record(d), nest_id=d.nest_id)
+    # On the firehose, naming its room: a room's own stream carries its messages.
+    emit("orchestration.decided", decision_record(d))
 
 
 def _nudge(d: OrchestrationDecision, text: str) -> None:

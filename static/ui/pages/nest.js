@@ -266,6 +266,9 @@ async function main() {
     .on("nest.message", (event) => {
       addMessage(event.data);
       if (event.live) refreshRoomSoon();
+      // The ledger's own events are on the firehose; every nudge, summary, claim or
+      // delivery that moves it is a message of this room, so read it again then.
+      if (event.live) { expectations.reload.soon(); debates.reload.soon(); }
       if (event.live && event.data.kind === "deliver") refreshPendingSoon();
     })
     .on("verdict", (event) => approvals.verdict(event.data))
