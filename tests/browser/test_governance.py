@@ -87,7 +87,13 @@ def test_a_chat_delivery_waits_for_approve_or_reject(flock, open_page) -> None:
     expect(bar.locator(".btn.approve")).to_have_text("Approve")
     expect(bar.locator(".btn.reject")).to_have_text("Reject")
     screenshot(page, "nest-delivery-approval")
+    # The flock page lists it too, with the same buttons.
+    home = open_page(flock.url + "/")
+    waiting = home.locator("#pending-deliveries .delivery-approval")
+    expect(waiting).to_have_count(1)
+    expect(waiting).to_contain_text("Pepper")
     bar.locator(".btn.reject").click()
+    expect(waiting).to_have_count(0)
     expect(delivery.locator(".verdict-rejected")).to_contain_text("rejected")
     expect(delivery).to_have_attribute("data-verdict", "rejected")
     # The room says so too.
