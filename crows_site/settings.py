@@ -180,6 +180,15 @@ CROWS_DECISION_TIMEOUT_S = env_float("CROWS_DECISION_TIMEOUT_S", 86400.0, minimu
 CROWS_REPLY_TOKEN_CAP = env_int("CROWS_REPLY_TOKEN_CAP", 4000, minimum=1, maximum=10_000_000)
 # Days of history to keep; 0 (the default) keeps everything. Set, it prunes daily.
 CROWS_RETENTION_DAYS = env_int("CROWS_RETENTION_DAYS", 0, minimum=0, maximum=36500)
+# Work that doesn't stall (docs/GOVERNANCE.md): an expectation that names no time of its own
+# is due this long after it opens, and each nudge gives the crow this long again; a debate
+# runs this many rounds unless the owner says otherwise; a crow's prompt carries at most
+# this many tokens of what it remembers from other rooms; an orchestration pick scoring
+# below this goes back to the picker as a nudge.
+CROWS_EXPECTATION_DUE_S = env_float("CROWS_EXPECTATION_DUE_S", 600.0, minimum=0, maximum=30 * 86400)
+CROWS_DEBATE_ROUNDS = env_int("CROWS_DEBATE_ROUNDS", 2, minimum=1, maximum=5)
+CROWS_MEMORY_TOKENS = env_int("CROWS_MEMORY_TOKENS", 400, minimum=0, maximum=20000)
+CROWS_ORCHESTRATION_LOW_SCORE = env_float("CROWS_ORCHESTRATION_LOW_SCORE", 0.35, minimum=0, maximum=1)
 
 # Background work: the server runs its own worker unless scaled out to db_worker processes.
 CROWS_EMBEDDED_WORKER = env_bool("CROWS_EMBEDDED_WORKER", True)

@@ -208,7 +208,16 @@ def clean_crow_field(field: str, value: Any) -> Any:
             raise BadInput("model must be a string")
         value = value.strip()
         if value and not MODEL_SPEC_RE.fullmatch(value):
-            raise BadInput(f"model must be blank, mock, openai:<model> or anthropic:<model>, got {value[:60]!r}")
+            raise BadInput(
+                f"model must be blank, mock, openai:<model>, anthropic:<model> or script:<path>, got {value[:60]!r}"
+            )
+        if value:
+            from flock.brains import ScriptError, check_brain_spec
+
+            try:
+                check_brain_spec(value)
+            except ScriptError as exc:
+                raise BadInput(str(exc)) from None
         return value
     if field == "task_types":
         if not isinstance(value, list) or not all(isinstance(t, str) for t in value):

@@ -30,12 +30,21 @@ def _percentile(values: list[float], q: float) -> float:
     return round(ordered[rank], 2)
 
 
-def flightlog_summary(approvals: dict[str, bool] | None = None) -> list[dict]:
+# The brain tasks whose text is the item's answer (or a part of it), and so are judged by
+# the owner's output verdict. Triage is judged by its own verdict; banter never is.
+OUTPUT_TASKS = frozenset({"answer", "subtask", "merge", "synthesise", "synthesize"})
+
+
+def flightlog_summary(
+    approvals: dict[str, bool] | None = None, triage_approvals: dict[str, bool] | None = None
+) -> list[dict]:
     """The flight log per model and task type: calls, tokens, p50/p95 latency, failure rate
     and, where owner verdicts exist for the items served, the owner approval rate.
 
     `approvals` maps item_id -> approved? for owner output verdicts (auto and timeouts
-    excluded: they say nothing about the model's quality)."""
+    excluded: they say nothing about the model's quality); only the flights that wrote an
+    answer borrow them. `triage_approvals` does the same for triage calls; banter and any
+    other call has no verdict, so no approval rate."""
     from flock.models import Flight
 
     groups: dict[tuple[str, str, str], dict] = {}
@@ -45,18 +54,22 @@ def flightlog_summary(approvals: dict[str, bool] | None = None) -> list[dict]:
     for provider, model, task_type, latency, ok, tin, tout, item_id, task in rows.iterator():
         key = (provider, model, task_type or task)
         group = groups.setdefault(
-            key, {"latencies": [], "calls": 0, "failures": 0, "tokens_in": 0, "tokens_out": 0, "items": set()}
+            key, {"latencies": [], "calls": 0, "failures": 0, "tokens_in": 0, "tokens_out": 0, "items": set(),
+             "triage_items": set()}
         )
         group["calls"] += 1
         group["failures"] += 0 if ok else 1
         group["tokens_in"] += tin
         group["tokens_out"] += tout
         group["latencies"].append(latency)
-        if item_id:
+        if item_id and task in OUTPUT_TASKS:
             group["items"].add(item_id)
+        elif item_id and task == "triage":
+            group["triage_items"].add(item_id)
     summary = []
     for (provider, model, task_type), g in sorted(groups.items()):
         judged = [approvals[i] for i in g["items"] if approvals and i in approvals]
+        judged += [triage_approvals[i] for i in g["triage_items"] if triage_approvals and i in triage_approvals]
         summary.append(
             {
                 "provider": provider,

@@ -28,3 +28,7 @@ class NestsConfig(AppConfig):
         from nests.actions.retention import schedule_retention
 
         worker.on_start(schedule_retention)
+        # Open expectations keep their timers across a restart (docs/GOVERNANCE.md).
+        from nests.actions.chat.expectations import reschedule_expectation_checks
+
+        worker.on_start(reschedule_expectation_checks)

@@ -14,3 +14,10 @@ def run_invocation(invocation_id: int) -> None:
     from nests.actions.chat.crows import invoke_crow
 
     invoke_crow(invocation_id)
+
+
+@task()
+def check_expectation_task(expectation_pk: int, due_iso: str = "") -> str:
+    from nests.actions.chat.expectations import check_expectation
+
+    return check_expectation(expectation_pk, due_iso)

@@ -20,6 +20,7 @@ from typing import Any
 from flock.brains import mock_text as mt
 from flock.brains.config import mock_config
 from flock.brains.header import MSG_ID_RE, format_header, parse_header, strip_header
+from flock.brains.mock_debate import debate_turn, recall
 from flock.brains.mock_voice import Voice
 from flock.brains.prompts import (
     conversation,
@@ -312,6 +313,9 @@ class _Writer:
         return " ".join(line.split())
 
     def chat(self) -> str:
+        debate = self.ctx.get("debate")
+        if isinstance(debate, dict):
+            return debate_turn(debate, name=self.persona.name, strength=self.persona.strength, rng=self.rng)
         expect = str(self.ctx.get("expect") or "")
         msg_id = str(self.ctx.get("msg_id") or "")
         requester = str(self.ctx.get("requester") or "owner").lstrip("@")
@@ -336,13 +340,14 @@ class _Writer:
                 "a crow better suited should take it"
             )
             return f"{format_header('DECLINE', msg_id)} {self.voice.decline(requester, reason)}"
+        recalled = recall(self.ctx.get("memory"), f"{request_text} {last}")
         if expect in ("deliver", "answer"):
             body = self._deliverable(request_text)
             opening = f"@{requester}, delivered: {gist}."
-            text = f"{opening}\n{body}"
+            text = f"{opening}\n{recalled + chr(10) if recalled else ''}{body}"
             return f"{format_header('RESULT', msg_id)} {text}" if msg_id else text
         # say
-        remark = self._remark(request_text)
+        remark = f"{recalled} {self._remark(request_text)}" if recalled else self._remark(request_text)
         if msg_id:
             return f"{format_header('ACK', msg_id)} {self.voice.ack(requester)} {remark}"
         return f"{self.voice.opener()} {remark}"

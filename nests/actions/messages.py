@@ -34,7 +34,7 @@ from flock.models import Crow
 from flock.vocab import CROW_KINDS, HARNESS, KINDS, OWNER, REPLY_KINDS, MessageKind
 from nests import queries
 from nests.actions.chat import claims as chat_claims
-from nests.actions.chat import deliveries, sentry
+from nests.actions.chat import debates, deliveries, expectations, orchestration, sentry
 from nests.actions.chat.dispatch import route_message
 from nests.actions.rooms import ensure_direct_chat
 from nests.models import ChatRequest, Claim, Nest, NestMessage
@@ -162,6 +162,8 @@ class CheckedMessage:
     on_behalf_of: str
     relayed_from: str
     finding: sentry.Finding | None
+    # Jev's `expectation` answer for an owner's or crow's message (docs/GOVERNANCE.md).
+    expectation_answer: Any = None
 
 
 def _check_poster(nest: Nest, author: str, crow: Crow | None, header: str, members: list[str]) -> None:
@@ -236,11 +238,13 @@ def check_message(
     request_facts = _request_facts(body) if tag.kind == MessageKind.REQUEST else None
     if tag.kind in (MessageKind.REQUEST, *REPLY_KINDS):
         _warm_fit()
+    # Jev's `expectation` question reads owner and crow messages, outside the transaction.
+    expectation_answer = expectations.read_expectation(jev_text) if not harness and finding is None else None
     return CheckedMessage(
         nest=nest, author=author, crow=crow, body=body, jev_text=jev_text, header=header,
         refers_to=refers, to=addressee, members=members, tag=tag, request_facts=request_facts,
         harness=harness, invocation=invocation, on_behalf_of=on_behalf_of, relayed_from=relayed_from,
-        finding=finding,
+        finding=finding, expectation_answer=expectation_answer,
     )
 
 
@@ -332,7 +336,13 @@ def _follow_up(
         and bool(post.relayed_from)
         and not NestMessage.objects.filter(nest=room, msg_id=post.relayed_from).exists()
     )
-    route_message(message, claim=claim, request=request, parent=post.invocation, owner_turn=owner_turn)
+    invoked = route_message(message, claim=claim, request=request, parent=post.invocation, owner_turn=owner_turn)
+    # Work that doesn't stall (docs/GOVERNANCE.md): the expectation ledger scores the room
+    # and records what this message creates; a debate moves on; a pick is scored.
+    expectations.on_message(message, request=request, claim=claim, invocation=invoked, answer=post.expectation_answer)
+    debates.after_post(message, invocation=post.invocation)
+    opened = request if request is not None and request.message_id == message.id else None
+    orchestration.after_post(message, request=opened)
     notice = sentry.quarantine_notice(message)
     if notice:
         # A quarantined crow never answers; the one who addressed it hears why.

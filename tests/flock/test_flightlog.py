@@ -41,3 +41,18 @@ def test_flightlog_endpoint_answers(client, db):
     _flight(task_type="chat")
     body = client.get("/api/flightlog").json()
     assert body["by_model_and_task_type"][0]["task_type"] == "chat"
+
+
+def test_triage_and_banter_calls_do_not_borrow_the_answer_verdicts(db):
+    # The Sentry triaged L1-1 on one model, Hugin answered it on another, and banter
+    # mentioned it: only the answer's model is judged by the answer's verdict.
+    _flight(crow="Sentry", provider="openai", model="triage-m", task="triage", task_type="writing", item_id="L1-1")
+    _flight(task="answer", task_type="writing", item_id="L1-1")
+    _flight(provider="openai", model="banter-m", task="banter", task_type="writing", item_id="L1-1")
+    rows = {r["model"]: r for r in flightlog_summary(approvals={"L1-1": False})}
+    assert (rows["mock"]["owner_verdicts"], rows["mock"]["approval_rate"]) == (1, 0.0)
+    assert (rows["triage-m"]["owner_verdicts"], rows["triage-m"]["approval_rate"]) == (0, None)
+    assert (rows["banter-m"]["owner_verdicts"], rows["banter-m"]["approval_rate"]) == (0, None)
+    # Triage calls are judged by the triage verdicts, when given.
+    rows = {r["model"]: r for r in flightlog_summary(approvals={"L1-1": False}, triage_approvals={"L1-1": True})}
+    assert rows["triage-m"]["approval_rate"] == 1.0 and rows["mock"]["approval_rate"] == 0.0

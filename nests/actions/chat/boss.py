@@ -19,11 +19,12 @@ from dataclasses import dataclass
 
 from flock import jev as jev_service
 from flock import queries as flock_queries
-from flock.actions import hatch_crow
+from flock.actions import hatch_crow, update_crow
 from flock.errors import CrowsError
 from flock.models import Crow
 from flock.vocab import OWNER
 from nests import queries
+from nests.actions.chat import debates, orchestration
 from nests.actions.chat.replies import Reply
 from nests.actions.rooms import create_nest
 from nests.models import Invocation
@@ -47,12 +48,17 @@ NEST_RE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 RETIRE_RE = re.compile(rf"\bretire\s+{NAME}", re.IGNORECASE)
+SWITCH_RE = re.compile(
+    rf"\b(?:switch|move|put|change|set|run)\s+{NAME}(?:'s\s+(?:model|brain))?\s+(?:to|on|onto)\s+(?:the\s+)?(?:model\s+|brain\s+)?"
+    r"(?P<model>(?:mock|openai|anthropic)(?::[\w.:/-]+)?)",
+    re.IGNORECASE,
+)
 LIST_SPLIT_RE = re.compile(r"\s*(?:,|\band\b|&|\+)\s*", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class Order:
-    verb: str  # hatch | nest | retire
+    verb: str  # hatch | model | nest | retire
     name: str
     strength: str = ""
     model: str = ""
@@ -66,6 +72,9 @@ def parse_order(text: str) -> Order | None:
     if m:
         crows = tuple(c.strip().lstrip("@").strip() for c in LIST_SPLIT_RE.split(m.group("crows")) if c.strip())
         return Order("nest", m.group("name").strip().strip("\"'“”"), crows=crows)
+    m = SWITCH_RE.search(words)
+    if m:
+        return Order("model", m.group("name"), model=m.group("model"))
     m = HATCH_RE.search(words)
     if m:
         rest = words[m.end():]
@@ -101,7 +110,7 @@ def _task_types(strength: str) -> list[str]:
         return []
 
 
-def _hatch(order: Order, boss: Crow) -> str:
+def _hatch(order: Order, boss: Crow, inv: Invocation | None = None) -> str:
     if not order.strength:
         return f"Hatch {order.name} to be good at what? Say, for example, “hatch a crow named {order.name} who is good at data”."
     crow = hatch_crow(
@@ -111,10 +120,34 @@ def _hatch(order: Order, boss: Crow) -> str:
         model=order.model,
         task_types=_task_types(order.strength),
     )
+    # Boss picked the model: Jev scores it from the flight log (docs/GOVERNANCE.md, 7a).
+    pick = orchestration.score_model_pick(
+        crow, model_spec=crow.brain_spec, decider=boss.name,
+        nest=inv.nest if inv is not None else None, msg_id=inv.trigger.msg_id if inv is not None else "",
+    )
     return (
         f"Hatched @{crow.name} {crow.epithet}: good at {crow.strength}. Brain: {crow.brain_spec}. "
         f"Trust starts at 0 (stranger) for every task type, so {crow.name} speaks when addressed. "
-        f"Say hello in dm-{crow.name.lower()}."
+        f"Say hello in dm-{crow.name.lower()}. Jev scores the model pick {pick.score:.2f} ({pick.decision_id})."
+    )
+
+
+def _change_model(order: Order, boss: Crow, inv: Invocation) -> str:
+    crow = Crow.objects.filter(name__iexact=order.name).first()
+    previous = crow.brain_spec if crow is not None else ""
+    changed = update_crow(order.name, by=OWNER, model=order.model)
+    # The owner named the model: Jev scores the owner's pick (docs/GOVERNANCE.md, 7a), and
+    # Boss says so when the flight log argues against it.
+    pick = orchestration.score_model_pick(
+        changed, model_spec=changed.brain_spec, decider=OWNER, nest=inv.nest, msg_id=inv.trigger.msg_id,
+    )
+    warning = (
+        f" Heads up: that is below the low band ({pick.factors.get('approval')} approval in the flight log)."
+        if pick.band == "low" else ""
+    )
+    return (
+        f"Moved {changed.name} from {previous} to {changed.brain_spec}. "
+        f"Jev scores the model pick {pick.score:.2f} ({pick.decision_id}).{warning}"
     )
 
 
@@ -146,6 +179,15 @@ def _retire(order: Order, boss: Crow, inv: Invocation) -> str:
 def handle(inv: Invocation, boss: Crow) -> object:
     """Boss's answer to an owner's order (a Reply), or None to let its brain answer."""
     trigger = inv.trigger
+    if inv.reason == "debate":
+        # The owner asked for a debate: Boss moderates (docs/GOVERNANCE.md).
+        started = debates.start_debate(inv, boss)
+        if isinstance(started, str):
+            return Reply(text=f"[ACK {trigger.msg_id}] {_opener(boss, trigger.msg_id)} Can't start it: {started}",
+                         refers_to=trigger.msg_id, to=OWNER, closes=True)
+        return started
+    if inv.reason == "nudge":
+        return debates.recue(inv, boss)
     if trigger.author != OWNER or inv.reason not in ("addressed", "direct"):
         return None
     order = parse_order(trigger.text)
@@ -153,7 +195,9 @@ def handle(inv: Invocation, boss: Crow) -> object:
         return None
     try:
         if order.verb == "hatch":
-            said = _hatch(order, boss)
+            said = _hatch(order, boss, inv)
+        elif order.verb == "model":
+            said = _change_model(order, boss, inv)
         elif order.verb == "nest":
             said = _nest(order, boss)
         else:

@@ -23,11 +23,12 @@ from flock.models import Crow
 from flock.queries import persona_of
 from flock.vocab import OWNER
 from nests import queries
-from nests.actions.chat import boss, budgets, quill, sentry
+from nests.actions.chat import boss, budgets, debates, quill, sentry
 from nests.actions.chat.claims import mark_answered, request_for
 from nests.actions.chat.quill import task_words
 from nests.actions.chat.replies import Reply, post_reply, say_for
 from nests.models import ChatRequest, Invocation, NestMessage
+from nests.queries_memory import memory_lines, remember
 
 log = logging.getLogger("crows.chat")
 
@@ -53,6 +54,7 @@ WHY = {
     "quill_route": "nobody in the room may claim this open request yet; route it to a crow by name",
     "relay_back": "a result came back for a request you relayed for the owner",
     "nudge": "the harness nudged you about something you said you would do",
+    "debate": "the moderator cued you in a debate the owner asked for: speak to your stance, in your turn",
 }
 
 
@@ -65,6 +67,12 @@ def answered(inv: Invocation) -> tuple[NestMessage, ChatRequest | None]:
         request = trigger.claim.request
     elif inv.reason in ("lens", "redispatch", "relay_back"):
         request = request_for(trigger.nest, trigger.refers_to)
+    elif inv.reason == "nudge":
+        # A nudge is about an expectation; the crow answers the work behind it.
+        from nests.actions.chat.expectations import nudged_expectation
+
+        exp = nudged_expectation(trigger)
+        request = exp.request if exp is not None else None
     else:
         request = ChatRequest.objects.filter(message=trigger).first()
     if request is not None and inv.reason != "relay_back":
@@ -102,6 +110,11 @@ def _finish(inv: Invocation, status: str, *, reply: NestMessage | None = None, t
     inv.error = error[:2000]
     inv.finished_at = timezone.now()
     inv.save(update_fields=["status", "reply", "tokens", "error", "finished_at"])
+    # A crow's expectations wait while it is speaking; once it has had its say, their
+    # clocks go on (after a nudge, one due period from now).
+    from nests.actions.chat.expectations import restart_timers
+
+    restart_timers(inv)
     return inv
 
 
@@ -172,6 +185,13 @@ def _brain_reply(inv: Invocation, crow: Crow) -> tuple[str, int, str, int]:
     }
     if inv.expect:
         context["expect"] = inv.expect
+    debate = debates.context_for(inv.nest, crow.name)
+    if debate is not None:
+        context["debate"] = debate
+    # One crow, many rooms: what it said and was told elsewhere, marked with the room.
+    memories = remember(crow.name, query=f"{inv.trigger.text} {ref.text}", exclude_nest=inv.nest)
+    if memories:
+        context["memory"] = memories
     if request is not None:
         context.update(mode=request.mode, task_type=request.task_type)
         if request.mode == ChatRequest.Mode.CONSPIRACY:
@@ -182,7 +202,7 @@ def _brain_reply(inv: Invocation, crow: Crow) -> tuple[str, int, str, int]:
         messages=_history(inv, crow),
         max_tokens=max(1, min(CHAT_MAX_TOKENS, left)),
         context=context,
-        system=_system(inv, crow, request, note),
+        system="\n\n".join(p for p in (_system(inv, crow, request, note), memory_lines(memories)) if p),
     )
     reply = get_brain(crow.brain_spec).think(brain_request)
     tokens = int(reply.tokens_in) + int(reply.tokens_out)

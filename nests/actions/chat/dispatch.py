@@ -37,7 +37,7 @@ from flock.actions import log_jev_tag
 from flock.models import Crow
 from flock.vocab import HARNESS_AUTHORS, OWNER
 from nests import queries
-from nests.actions.chat import budgets
+from nests.actions.chat import budgets, debates, orchestration
 from nests.actions.chat.claims import CONSPIRACY_CAP, decliners
 from nests.models import ChatRequest, Claim, Invocation, Nest, NestMessage
 
@@ -177,9 +177,19 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
     author = message.author
     kind = message.kind
 
+    # A debate's moderator cues one speaker at a time; the owner's order starts one.
+    cued = debates.cued_decision(message)
+    if cued and _active(cued):
+        return Decision(cued, "debate", "say")
+    if author == OWNER and nest.kind != Nest.Kind.DIRECT and debates.is_debate_order(message.text):
+        boss = queries.boss()
+        if boss is not None and _active(boss.name):
+            return Decision(boss.name, "debate", "say")
     if author in HARNESS_AUTHORS:
         if kind == "nudge" and message.to and _active(message.to):
-            return Decision(message.to, "nudge", "")
+            from nests.actions.chat.expectations import expect_for_nudge
+
+            return Decision(message.to, "nudge", expect_for_nudge(message))
         return None
     if claim is not None:
         return Decision(claim.crow, "claim_deliver", "deliver")
@@ -302,6 +312,12 @@ def route_message(
         status=Invocation.Status.SKIPPED if refusal else Invocation.Status.QUEUED,
         error=refusal,
     )
+    if decision.fit is not None and decision.candidates:
+        # Every pick by fit is logged with what it weighed (docs/GOVERNANCE.md, 7a).
+        orchestration.log_dispatch_pick(
+            message, crow=decision.crow, reason=decision.reason, candidates=decision.candidates,
+            task_type=request.task_type if request is not None else "chat",
+        )
     if refusal:
         if refusal == budgets.BUDGET_SPENT:
             budgets.announce_spent(nest, budget)

@@ -9,6 +9,7 @@ import { crowSvg } from "../crow_art.js";
 import { levelSteps } from "../charts.js";
 import { readLedger, historyPoints, LEVEL_WORDS, TASK_TYPES } from "../trustdata.js";
 import { toast, messageOf } from "../notify.js";
+import { drawMemory, drawOrchestration } from "../ledger.js";
 import { DecisionBoard, BREACH_WORDS } from "../decisions.js";
 
 const ui = uiConfig();
@@ -116,6 +117,14 @@ function drawFlights() {
 
 function onEvent(event) {
   const d = event.data;
+  if (event.name === "orchestration.decided" && (d.crow === name || d.decider === name)) {
+    drawOrchestration($("#crow-orchestration"), name);
+    return;
+  }
+  if (event.name === "nest.message" && (d.author === name || d.to === name)) {
+    drawMemory($("#crow-memory"), name);
+    return;
+  }
   if (d.crow !== name && d.holder !== name) return;
   board.apply(event);
   switch (event.name) {
@@ -165,6 +174,8 @@ async function main() {
   drawBreaches();
   board.load((state.open_decisions || []).filter((dec) => dec.crow === name));
   await drawTrust();
+  drawMemory($("#crow-memory"), name);
+  drawOrchestration($("#crow-orchestration"), name);
   new Stream({ since: state.last_event_id ?? 0, liveAfter: state.last_event_id ?? 0, names: state.capabilities || [] })
     .onAny(onEvent)
     .start();

@@ -9,6 +9,7 @@ import { crowAvatar } from "../crow_art.js";
 import { messageEl, attachAnswer, MentionBox } from "../chat.js";
 import { showFormError, clearFormError, toast, messageOf } from "../notify.js";
 import { DecisionBoard, DeliveryApprovals } from "../decisions.js";
+import { ExpectationsPanel, DebatesPanel, isOwnerSummary } from "../ledger.js";
 import { OWNER } from "../vocab.js";
 
 const ui = uiConfig();
@@ -23,6 +24,8 @@ let replyTo = null;
 let room = null;
 const board = new DecisionBoard($("#decisions"), { nestId });
 const approvals = new DeliveryApprovals(nestId);
+const expectations = new ExpectationsPanel($("#expectations"), nestId);
+const debates = new DebatesPanel($("#debates"), nestId);
 
 function nearBottom() {
   return list.scrollHeight - list.scrollTop - list.clientHeight < 120;
@@ -35,7 +38,10 @@ function addMessage(msg) {
   seen.set(msg.msg_id, msg);
   const stick = nearBottom();
   list.querySelector(".empty")?.remove();
-  list.append(messageEl(msg, { members, onReply: setReply }));
+  const el = messageEl(msg, { members, onReply: setReply });
+  // The harness's summary of open expectations is addressed to you: it stands out.
+  if (isOwnerSummary(msg)) el.classList.add("owner-summary");
+  list.append(el);
   if (msg.refers_to && ["claim", "deliver", "decline"].includes(msg.kind)) {
     const request = document.getElementById(`msg-${msg.refers_to}`);
     if (request) attachAnswer(request, msg);
@@ -247,6 +253,8 @@ async function main() {
     toast(`Could not read the flock: ${messageOf(err)}`, "error");
   }
   await loadRoom();
+  expectations.load();
+  debates.load();
   board.load(state.open_decisions);
   approvals.load(state.pending_approvals);
   drawRooms(nests);
@@ -258,11 +266,16 @@ async function main() {
     .on("nest.message", (event) => {
       addMessage(event.data);
       if (event.live) refreshRoomSoon();
+      // The ledger's own events are on the firehose; every nudge, summary, claim or
+      // delivery that moves it is a message of this room, so read it again then.
+      if (event.live) { expectations.reload.soon(); debates.reload.soon(); }
       if (event.live && event.data.kind === "deliver") refreshPendingSoon();
     })
     .on("verdict", (event) => approvals.verdict(event.data))
     .onAny((event) => {
       board.apply(event);
+      expectations.apply(event);
+      debates.apply(event);
       if (["crow.quarantined", "crow.reinstated"].includes(event.name)) {
         // The direct-chat list marks caged crows; keep it in step without a reload.
         const c = crows.find((x) => x.name === event.data.crow);

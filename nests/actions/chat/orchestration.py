@@ -1,0 +1,242 @@
+"""Orchestration scores (CHATROOM_SPEC 7a, docs/GOVERNANCE.md): Jev validates the picks
+Quill and Boss make, so nobody picks a crow or a model on vibes.
+
+- A **crow pick**: a request Quill or Boss addresses to a crow (over the API, from a
+  brain, Quill routing or relaying an owner's request), and every pick dispatch makes by
+  fit (decider `dispatch`). Score: the picked crow's fit for the request (Jev's
+  `fit_score` of the request against its profile, lifted for its task types, weighted by
+  its trust for the task type and its recent results: dispatch's formula) relative to the
+  best-fitting crow in the room, in [0, 1]; 1 when it is the best, or when Jev sees no
+  difference at all.
+- A **model pick**: Boss hatching a crow on a model. Score, from the flight log for that
+  model and the crow's task type: 0.45 owner approval rate (0.5 with no verdicts) + 0.2
+  speed (1 / (1 + p50 latency / 2 s)) + 0.15 cost (1 / (1 + tokens per call / 1,500),
+  free for the offline mock) + 0.2 reliability (1 - failure rate).
+
+Every decision is an `OrchestrationDecision` row and an `orchestration.decided` event. A
+score below CROWS_ORCHESTRATION_LOW_SCORE goes back to the decider (Quill or Boss) as a
+nudge `[NUDGE <msg_id>] [nudge 1/3] ...` to reconsider, which invokes it; the crow decides.
+Dispatch's own picks are the best fit by construction and nudge nobody.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+
+from flock import jev as jev_service
+from flock.events import emit, register_event_names, rfc3339
+from flock.models import Crow
+from flock.vocab import HARNESS, OWNER
+from nests import queries
+from nests.models import Nest, NestMessage, OrchestrationDecision
+
+register_event_names("orchestration.decided")
+
+log = logging.getLogger("crows.orchestration")
+
+PICKERS = (Crow.Role.ASSISTANT, Crow.Role.CHIEF_OF_STAFF)
+DISPATCH = "dispatch"
+OUTPUT_TASKS = ("answer", "subtask", "merge", "synthesise", "chat")
+
+
+def decision_record(d: OrchestrationDecision) -> dict[str, Any]:
+    return {
+        "decision_id": d.decision_id,
+        "kind": d.kind,
+        "decider": d.decider,
+        "crow": d.crow,
+        "model": d.model,
+        "task": d.task,
+        "task_type": d.task_type,
+        "score": round(d.score, 4),
+        "band": d.band,
+        "low_score": settings.CROWS_ORCHESTRATION_LOW_SCORE,
+        "factors": d.factors,
+        "alternatives": d.alternatives,
+        "nest_id": d.nest_id,
+        "msg_id": d.msg_id,
+        "nudge_msg_id": d.nudge_msg_id,
+        "created_at": rfc3339(d.created_at),
+    }
+
+
+def _log(**fields: Any) -> OrchestrationDecision:
+    low = fields["score"] < settings.CROWS_ORCHESTRATION_LOW_SCORE
+    d = OrchestrationDecision.objects.create(decision_id="new", band="low" if low else "ok", **fields)
+    d.decision_id = f"orch-{d.pk}"
+    d.save(update_fields=["decision_id"])
+    return d
+
+
+def _emit(d: OrchestrationDecision) -> None:
+    # On the firehose, naming its room: a room's own stream carries its messages.
+    emit("orchestration.decided", decision_record(d))
+
+
+def _nudge(d: OrchestrationDecision, text: str) -> None:
+    from nests.actions.messages import post_message
+
+    nudge = post_message(
+        d.nest_id, author=HARNESS, text=f"[NUDGE {d.msg_id}] [nudge 1/3] {text}", kind="nudge",
+        to=d.decider, refers_to=d.msg_id, tagged_by="header",
+    )
+    d.nudge_msg_id = nudge.msg_id
+    d.save(update_fields=["nudge_msg_id"])
+
+
+# --- crow picks ----------------------------------------------------------------------------
+
+
+def _fit_of(crow: Crow, task: str, task_type: str) -> tuple[float, dict[str, Any]]:
+    try:
+        fit = float(jev_service.fit_score(task, f"{crow.epithet}. {crow.strength}. Best at: {', '.join(crow.task_types or [])}."))
+    except Exception:
+        log.warning("fit_score failed for %s", crow.name, exc_info=True)
+        fit = 0.0
+    if task_type in (crow.task_types or []):
+        fit += 0.02
+    level = queries.trust_level(crow.name, task_type)
+    recent = queries.recent_success(crow.name)
+    total = fit * (1 + 0.25 * level) * (0.75 + 0.5 * recent)
+    return total, {"fit": round(fit, 4), "trust_level": level, "recent": round(recent, 4), "weighted": round(total, 6)}
+
+
+def score_crow_pick(
+    message: NestMessage, *, decider: str, crow: str, task: str, task_type: str, nudge: bool = True
+) -> OrchestrationDecision | None:
+    """Score a pick of `crow` for the request `message`, log it, and nudge the decider
+    when it is low. Call inside the posting transaction."""
+    nest = message.nest
+    members = set(queries.crow_members(nest))
+    picked = Crow.objects.filter(name=crow).first()
+    if picked is None:
+        return None
+    weighted: dict[str, float] = {}
+    factors: dict[str, Any] = {}
+    for candidate in queries.worker_crows():
+        if candidate.name not in members or candidate.status != Crow.Status.ACTIVE:
+            continue
+        total, parts = _fit_of(candidate, task, task_type)
+        weighted[candidate.name] = round(total, 6)
+        if candidate.name == crow:
+            factors = parts
+    if crow not in weighted:
+        total, factors = _fit_of(picked, task, task_type)
+        weighted[crow] = round(total, 6)
+    best = max(weighted, key=lambda n: weighted[n])
+    score = 1.0 if weighted[best] <= 0 else weighted[crow] / weighted[best]
+    factors = {**factors, "best": best, "best_weighted": weighted[best]}
+    d = _log(
+        kind=OrchestrationDecision.Kind.CROW, decider=decider, crow=crow, task=task[:500], task_type=task_type,
+        score=round(score, 4), factors=factors, alternatives=weighted, nest_id=nest.nest_id, msg_id=message.msg_id,
+    )
+    _emit(d)
+    if nudge and d.band == "low" and decider != DISPATCH and Crow.objects.filter(name=decider, status=Crow.Status.ACTIVE).exists():
+        _nudge(
+            d,
+            f"@{decider}, Jev scored your pick of @{crow} for this {task_type} request at {d.score:.2f}, below the "
+            f"low band {settings.CROWS_ORCHESTRATION_LOW_SCORE:.2f}: {best} fits better "
+            f"({weighted[best]:.3f} against {weighted[crow]:.3f}). Reconsider: re-address it, or keep your pick and say why.",
+        )
+    return d
+
+
+def after_post(message: NestMessage, *, request: Any) -> None:
+    """post_message's hook: a request Quill or Boss addressed to a crow is a crow pick."""
+    if message.kind != "request" or request is None or not message.to or message.to == OWNER:
+        return
+    author = Crow.objects.filter(name=message.author).first()
+    if author is None or author.role not in PICKERS:
+        return
+    target = Crow.objects.filter(name=message.to).first()
+    if target is None or target.role in PICKERS:
+        return
+    score_crow_pick(message, decider=author.name, crow=target.name, task=message.text, task_type=request.task_type)
+
+
+def log_dispatch_pick(message: NestMessage, *, crow: str, reason: str, candidates: dict[str, float], task_type: str) -> None:
+    """Dispatch's fit pick, logged with the scores it weighed (never nudged)."""
+    best = max(candidates.values()) if candidates else 0.0
+    score = 1.0 if best <= 0 else candidates.get(crow, 0.0) / best
+    d = _log(
+        kind=OrchestrationDecision.Kind.CROW, decider=DISPATCH, crow=crow, task=message.text[:500], task_type=task_type,
+        score=round(score, 4), factors={"reason": reason, "weighted": candidates.get(crow, 0.0)},
+        alternatives=candidates, nest_id=message.nest.nest_id, msg_id=message.msg_id,
+    )
+    _emit(d)
+
+
+# --- model picks ---------------------------------------------------------------------------
+
+
+def model_stats(model_spec: str, task_type: str) -> dict[str, Any]:
+    """The flight log's numbers for one model and task type (any task type when none)."""
+    from flock.queries import flightlog_summary
+    from trust.queries import owner_output_verdicts
+
+    provider, _, model = model_spec.partition(":")
+    model = model or provider
+    rows = [r for r in flightlog_summary(approvals=owner_output_verdicts()) if r["provider"] == provider and r["model"] == model]
+    typed = [r for r in rows if r["task_type"] == task_type] or rows
+    calls = sum(r["calls"] for r in typed)
+    verdicts = sum(r["owner_verdicts"] for r in typed)
+    approved = sum((r["approval_rate"] or 0) * r["owner_verdicts"] for r in typed)
+    return {
+        "calls": calls,
+        "owner_verdicts": verdicts,
+        "approval_rate": round(approved / verdicts, 4) if verdicts else None,
+        "latency_p50_ms": max((r["latency_p50_ms"] for r in typed), default=None),
+        "tokens_per_call": round(sum(r["tokens_in"] + r["tokens_out"] for r in typed) / calls, 1) if calls else None,
+        "failure_rate": round(sum(r["failure_rate"] * r["calls"] for r in typed) / calls, 4) if calls else None,
+    }
+
+
+def model_score(model_spec: str, task_type: str) -> tuple[float, dict[str, Any]]:
+    stats = model_stats(model_spec, task_type)
+    approval = stats["approval_rate"] if stats["approval_rate"] is not None else 0.5
+    speed = 1 / (1 + stats["latency_p50_ms"] / 2000) if stats["latency_p50_ms"] is not None else 0.5
+    if model_spec.split(":", 1)[0] in ("mock", "script"):
+        cost = 1.0
+    elif stats["tokens_per_call"] is not None:
+        cost = 1 / (1 + stats["tokens_per_call"] / 1500)
+    else:
+        cost = 0.5
+    reliability = 1 - stats["failure_rate"] if stats["failure_rate"] is not None else 0.75
+    score = 0.45 * approval + 0.2 * speed + 0.15 * cost + 0.2 * reliability
+    return round(score, 4), {
+        **stats, "approval": round(approval, 4), "speed": round(speed, 4), "cost": round(cost, 4),
+        "reliability": round(reliability, 4),
+    }
+
+
+def score_model_pick(
+    crow: Crow, *, model_spec: str, decider: str, nest: Nest | None = None, msg_id: str = "", nudge: bool = True
+) -> OrchestrationDecision:
+    """Score the model a crow runs on (hatching, or a change), log it, nudge when low."""
+    from flock.models import Flight
+
+    task_type = (crow.task_types or ["chat"])[0]
+    score, factors = model_score(model_spec, task_type)
+    alternatives: dict[str, float] = {}
+    for provider, model in Flight.objects.values_list("provider", "model").distinct()[:20]:
+        spec = f"{provider}:{model}" if provider not in ("mock",) else provider
+        if spec != model_spec:
+            alternatives[spec] = model_score(spec, task_type)[0]
+    d = _log(
+        kind=OrchestrationDecision.Kind.MODEL, decider=decider, crow=crow.name, model=model_spec,
+        task=f"{crow.name}: {crow.strength}"[:500], task_type=task_type, score=score, factors=factors,
+        alternatives=alternatives, nest_id=nest.nest_id if nest is not None else "", msg_id=msg_id,
+    )
+    _emit(d)
+    if nudge and d.band == "low" and nest is not None and msg_id and decider != "owner":
+        better = max(alternatives, key=lambda k: alternatives[k]) if alternatives else ""
+        hint = f" {better} scores {alternatives[better]:.2f}." if better and alternatives[better] > score else ""
+        _nudge(
+            d,
+            f"@{decider}, Jev scored {model_spec} for {crow.name} ({task_type}) at {score:.2f}, below the low band "
+            f"{settings.CROWS_ORCHESTRATION_LOW_SCORE:.2f}, from the flight log.{hint} Reconsider the model, or keep it and say why.",
+        )
+    return d

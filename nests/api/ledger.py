@@ -1,0 +1,40 @@
+"""Work that doesn't stall, read over HTTP (docs/GOVERNANCE.md): a room's expectations and
+debates, a crow's memory across rooms, and the orchestration log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Router
+
+from nests import queries_ledger
+from nests.actions.messages import open_room
+from nests.schemas_ledger import DebatesOut, ExpectationsOut, MemoryOut, OrchestrationOut
+
+router = Router(tags=["ledger"])
+
+
+@router.get("/nests/{nest_id}/expectations", response=ExpectationsOut)
+def list_expectations(request: HttpRequest, nest_id: str, status: str | None = None) -> dict[str, Any]:
+    nest = open_room(nest_id)
+    return {"nest_id": nest.nest_id, "expectations": queries_ledger.expectations_in(nest, status=status)}
+
+
+@router.get("/nests/{nest_id}/debates", response=DebatesOut)
+def list_debates(request: HttpRequest, nest_id: str) -> dict[str, Any]:
+    nest = open_room(nest_id)
+    return {"nest_id": nest.nest_id, "debates": queries_ledger.debates_in(nest)}
+
+
+@router.get("/crows/{name}/memory", response=MemoryOut)
+def crow_memory(request: HttpRequest, name: str, q: str = "", limit: str | None = None) -> dict[str, Any]:
+    return queries_ledger.memory_of(name, query=q, limit=limit)
+
+
+@router.get("/orchestration", response=OrchestrationOut)
+def orchestration(
+    request: HttpRequest, crow: str | None = None, decider: str | None = None, kind: str | None = None,
+    limit: str | None = None,
+) -> dict[str, Any]:
+    return {"decisions": queries_ledger.orchestration_log(crow=crow, decider=decider, kind=kind, limit=limit)}

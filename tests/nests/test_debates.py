@@ -1,0 +1,110 @@
+"""Debate mode (docs/GOVERNANCE.md), offline with the mock brain and the real Jev: Boss
+moderates two crows over two rounds to both final positions and the judge's call; a crow
+speaking out of turn is nudged, not counted."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from nests.actions import create_nest, post_message
+from nests.models import Debate, Expectation, NestMessage
+from tests.support.scripted_brain import run_crows
+
+ORDER = "@Hugin and @Munin, debate this: should we rewrite the billing service in Go or keep Python? Two rounds, take turns."
+
+
+@pytest.fixture
+def arena(db):
+    return create_nest("Arena", crows=["Hugin", "Munin", "Pepper"])
+
+
+def test_two_crows_debate_two_rounds_to_final_positions_and_a_verdict(arena, capture_events, client):
+    with capture_events() as events:
+        asked = post_message("arena", author="owner", text=ORDER)
+        run_crows()
+    debate = Debate.objects.get()
+    assert (debate.status, debate.phase, debate.rounds, debate.round) == ("finished", "done", 2, 2)
+    assert debate.crows == ["Hugin", "Munin"] and debate.judge == "Pepper" and debate.turn_order
+    assert debate.stances == {"Hugin": "for Go", "Munin": "for keep Python"}
+    argued = [(t["round"], t["crow"]) for t in debate.turns if t["round"]]
+    assert argued == [(1, "Hugin"), (1, "Munin"), (2, "Hugin"), (2, "Munin")]
+    assert set(debate.finals) == {"Hugin", "Munin"}
+    assert all(text.startswith("Final position:") for text in debate.finals.values())
+    assert debate.verdict.startswith("Verdict:") and debate.winner in ("Hugin", "Munin")
+    # Round 2 answers the other side's point, quoting it.
+    round2 = [t for t in debate.turns if t["round"] == 2]
+    assert "Munin says “" in round2[0]["text"] and "Hugin says “" in round2[1]["text"]
+    kickoff = NestMessage.objects.get(msg_id=debate.kickoff_msg_id)
+    assert kickoff.author == "Boss" and kickoff.refers_to == asked.msg_id
+    for words in ("Question:", "Stances:", "Judge: @Pepper", "Rules:", "Rounds: 2", "Final position:"):
+        assert words in kickoff.text
+    assert events.names().count("debate.started") == 1
+    rounds = [(p["round"], p["status"]) for p in events.named("debate.round")]
+    assert rounds == [(1, "open"), (1, "completed"), (2, "open"), (2, "completed")]
+    finished = events.named("debate.finished")
+    assert len(finished) == 1 and finished[0]["winner"] == debate.winner and set(finished[0]["finals"]) == {"Hugin", "Munin"}
+    started = events.named("debate.started")[0]
+    assert {"debate_id", "nest_id", "question", "moderator", "crows", "stances", "judge", "rounds", "turn_order", "ts"} <= set(started)
+    assert {"debate_id", "round", "rounds", "status", "speakers", "turns", "nest_id", "ts"} == set(events.named("debate.round")[1])
+    # Every turn's expectation was met, and the moderator's plan completed.
+    assert set(Expectation.objects.filter(debate=debate).values_list("status", flat=True)) == {"met"}
+    assert Expectation.objects.filter(debate=debate, check_name="rounds_completed").count() == 1
+    body = client.get("/api/nests/arena/debates").json()
+    assert body["nest_id"] == "arena" and body["debates"][0]["verdict"] == debate.verdict
+    assert len(body["debates"][0]["turns"]) == 6
+
+
+def test_an_out_of_turn_post_is_nudged_not_counted(arena):
+    post_message("arena", author="owner", text=ORDER)
+    # Run only Boss: the kickoff and the first cue (Hugin's turn).
+    from flock import worker
+
+    while not Debate.objects.filter(cued="Hugin").exists():
+        assert worker.run_pending(max_tasks=1) == 1
+    early = post_message("arena", author="Munin", text="Go is obviously wrong, trust me.")
+    nudge = NestMessage.objects.get(kind="nudge")
+    assert (nudge.author, nudge.to, nudge.refers_to) == ("harness", "Munin", early.msg_id)
+    assert re.match(rf"^\[NUDGE {early.msg_id}\] \[nudge 1/3\] @Munin", nudge.text)
+    run_crows()
+    debate = Debate.objects.get()
+    assert debate.status == "finished"
+    assert early.msg_id not in [t["msg_id"] for t in debate.turns]
+    assert [(t["round"], t["crow"]) for t in debate.turns if t["round"]][:2] == [(1, "Hugin"), (1, "Munin")]
+    # The offender's turn-order expectation closed when the debate did.
+    exp = Expectation.objects.get(message=early)
+    assert (exp.check_name, exp.nudges, exp.status) == ("turn_order", 1, "met")
+
+
+def test_a_debate_needs_two_crows(db):
+    create_nest("Solo", crows=["Hugin"])
+    post_message("solo", author="owner", text="debate this: tabs or spaces?")
+    run_crows()
+    assert not Debate.objects.exists()
+    reply = NestMessage.objects.filter(nest__nest_id="solo", author="Boss").last()
+    assert reply is not None and "two crows" in reply.text
+
+
+def test_the_debate_events_are_listed_in_the_capabilities(client, db):
+    capabilities = set(client.get("/api/state").json()["capabilities"])
+    assert {"debate.started", "debate.round", "debate.finished"} <= capabilities
+
+
+@pytest.mark.parametrize(
+    "order, question, crows, judge, rounds",
+    [
+        ("I want a debate between Hugin and Munin on whether we should raise prices",
+         "whether we should raise prices", ["Hugin", "Munin"], "Pepper", 2),
+        ("have Munin and Hugin debate whether we ship Friday or Monday, Pepper judging, three rounds",
+         "whether we ship Friday or Monday", ["Munin", "Hugin"], "Pepper", 3),
+        ("have them argue: is a monorepo better than many repos?", "is a monorepo better than many repos?",
+         ["Hugin", "Munin"], "Pepper", 2),
+    ],
+)
+def test_the_owner_order_is_read_for_crows_judge_rounds_and_question(arena, order, question, crows, judge, rounds):
+    post_message("arena", author="owner", text=order)
+    run_crows()
+    debate = Debate.objects.get()
+    assert (debate.question, debate.crows, debate.judge, debate.rounds) == (question, crows, judge, rounds)
+    assert debate.status == "finished"

@@ -1,0 +1,238 @@
+"""The expectation ledger and its nudges (docs/GOVERNANCE.md), driven by the real `script:`
+brain: a claim never delivered gets nudges 1/3, 2/3, 3/3 and then the owner's summary; a
+delivery after a nudge closes it met; a restart keeps the count and the timer; a spent
+budget sends the summary instead of a nudge. Misses never move trust."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from flock import worker
+from flock.models import Crow
+from nests.actions import create_nest, post_message
+from nests.actions.chat.due import due_from_text
+from nests.actions.chat.expectations import check_expectation, reschedule_expectation_checks
+from nests.models import Expectation, NestMessage
+from tests.support import scripted_brain as chat_support
+from tests.support.scripted_brain import run_crows
+from trust.models import TrustEntry as TrustEvent
+
+pytestmark = pytest.mark.usefixtures("fake_jev")
+
+fake_jev = chat_support.fake_jev
+
+STALLING = [
+    {"crow": "Hugin", "match": "NUDGE", "reply": "Still on it."},
+    {"crow": "Hugin", "match": "tweet", "reply": "[CLAIM {msg_id}] Mine."},
+    {"crow": "Hugin", "reply": "Working on it."},
+]
+
+
+@pytest.fixture
+def launch(db):
+    return create_nest("Launch", crows=["Hugin", "Munin"])
+
+
+@pytest.fixture
+def script(settings, tmp_path: Path):
+    def install(rules: list[dict]) -> Path:
+        path = tmp_path / f"rules-{len(list(tmp_path.iterdir()))}.json"
+        path.write_text(json.dumps(rules))
+        settings.CROWS_BRAIN = f"script:{path}"
+        return path
+
+    return install
+
+
+def counter(nudge: NestMessage) -> str:
+    found = re.match(r"^\[NUDGE [\w-]+\] (\[nudge \d/3\]) ", nudge.text)
+    assert found, nudge.text
+    return found.group(1)
+
+
+def nudges() -> list[NestMessage]:
+    return list(NestMessage.objects.filter(kind="nudge").order_by("n"))
+
+
+def summaries() -> list[NestMessage]:
+    return list(NestMessage.objects.filter(author="harness", to="owner", text__startswith="Owner summary").order_by("n"))
+
+
+def ask_for_tweet() -> NestMessage:
+    return post_message("launch", author="owner", text="@Hugin write the launch tweet", kind="request")
+
+
+def test_a_claim_never_delivered_gets_three_nudges_then_the_owner_summary(launch, script, settings, capture_events):
+    settings.CROWS_EXPECTATION_DUE_S = 0
+    script(STALLING)
+    trust_before = TrustEvent.objects.count()
+    with capture_events() as events:
+        ask_for_tweet()
+        run_crows()
+    sent = nudges()
+    assert [counter(n) for n in sent] == ["[nudge 1/3]", "[nudge 2/3]", "[nudge 3/3]"]
+    claim = NestMessage.objects.get(kind="claim")
+    for n in sent:
+        assert (n.author, n.to, n.refers_to, n.tagged_by) == ("harness", "Hugin", claim.msg_id, "header")
+        assert n.text.startswith(f"[NUDGE {claim.msg_id}] ")
+        # Every nudge invoked the crow, and it answered with nothing new.
+        assert n.invocation.crow == "Hugin" and n.invocation.reason == "nudge"
+    assert len(summaries()) == 1
+    summary = summaries()[0]
+    assert summary.n > sent[-1].n and "3/3 nudges" in summary.text
+    exp = Expectation.objects.get(message=claim)
+    assert (exp.status, exp.nudges, exp.crow, exp.check_name) == ("escalated", 3, "Hugin", "single_owner")
+    assert exp.summary_msg_id == summary.msg_id
+    # No fourth nudge, however long the room waits.
+    assert check_expectation(exp.pk) == "closed"
+    run_crows()
+    assert len(nudges()) == 3
+    # The request itself was answered by the claim.
+    request_exp = Expectation.objects.get(check_name="requester_answer")
+    assert (request_exp.status, request_exp.outcome_msg_id) == ("met", claim.msg_id)
+    # The Sentry heard of the repeated miss; trust did not move.
+    assert NestMessage.objects.filter(kind="flag", author="Sentry").count() == 1
+    assert "repeated nudged misses" in NestMessage.objects.get(kind="flag").text
+    assert TrustEvent.objects.count() == trust_before
+    closed = events.named("expectation.closed")
+    assert [(p["expectation_id"], p["outcome"]) for p in closed] == [
+        (request_exp.expectation_id, "met"), (exp.expectation_id, "escalated"),
+    ]
+
+
+def test_a_delivery_after_the_first_nudge_closes_it_met(launch, script, settings):
+    settings.CROWS_EXPECTATION_DUE_S = 0
+    script([
+        {"crow": "Hugin", "match": "NUDGE", "reply": "[RESULT {refers_to}] Crows, now in nests."},
+        *STALLING[1:],
+    ])
+    ask_for_tweet()
+    run_crows()
+    assert [counter(n) for n in nudges()] == ["[nudge 1/3]"]
+    exp = Expectation.objects.get(check_name="single_owner")
+    deliver = NestMessage.objects.get(kind="deliver")
+    assert (exp.status, exp.nudges, exp.outcome_msg_id) == ("met", 1, deliver.msg_id)
+    assert summaries() == []
+
+
+def test_a_result_naming_the_nudge_delivers_the_work_it_was_nudged_for(launch, script, settings):
+    settings.CROWS_EXPECTATION_DUE_S = 0
+    script([{"crow": "Hugin", "match": "NUDGE", "reply": "[RESULT {msg_id}] Crows, now in nests."}, *STALLING[1:]])
+    ask_for_tweet()
+    run_crows()
+    assert len(nudges()) == 1
+    exp = Expectation.objects.get(check_name="single_owner")
+    assert exp.status == "met"
+    assert exp.request is not None and exp.request.state == "delivered"
+
+
+def test_a_restart_between_nudges_keeps_the_count_and_the_timer(launch, script, settings):
+    script(STALLING)
+    settings.CROWS_EXPECTATION_DUE_S = 0
+    ask_for_tweet()
+    # Run only up to the first nudge; from then on a due period is an hour.
+    while not nudges():
+        assert worker.run_pending(max_tasks=1) == 1
+    settings.CROWS_EXPECTATION_DUE_S = 3600
+    run_crows()
+    exp = Expectation.objects.get(check_name="single_owner")
+    assert exp.nudges == 1 and exp.status == "open"
+    due = exp.due_at
+    assert due > timezone.now() + timedelta(minutes=50)
+    # The restart: the queue loses nothing that is stored, and start-up re-schedules
+    # every open expectation at its own due time.
+    DBTaskResult.objects.all().delete()
+    assert reschedule_expectation_checks() == 1
+    assert run_crows() == 0  # not due yet
+    exp.refresh_from_db()
+    assert (exp.nudges, exp.due_at) == (1, due)
+    # Time passes: the stored due time comes, and the count goes on from 1.
+    Expectation.objects.filter(pk=exp.pk).update(due_at=timezone.now() - timedelta(seconds=1))
+    exp.refresh_from_db()
+    assert check_expectation(exp.pk, exp.due_at.isoformat()) == "nudged 2/3"
+    assert [counter(n) for n in nudges()] == ["[nudge 1/3]", "[nudge 2/3]"]
+
+
+def test_with_the_exchange_budget_spent_the_owner_gets_the_summary_instead(launch, script, settings):
+    settings.CROWS_EXPECTATION_DUE_S = 0
+    # Two exchanges: Hugin's claim and its (empty) delivery spend them both.
+    settings.CROWS_EXCHANGES_PER_TURN = 2
+    script(STALLING)
+    ask_for_tweet()
+    run_crows()
+    assert nudges() == []
+    assert len(summaries()) == 1
+    assert "budget" in summaries()[0].text
+    exp = Expectation.objects.get(check_name="single_owner")
+    assert (exp.status, exp.nudges) == ("escalated", 0)
+    assert Crow.objects.get(name="Hugin").status == "active"
+
+
+def test_expectation_events_payloads(launch, script, settings, capture_events):
+    settings.CROWS_EXPECTATION_DUE_S = 0
+    script([{"crow": "Hugin", "match": "tweet", "reply": "[CLAIM {msg_id}] Mine, by noon."}, *STALLING[:1],
+            {"crow": "Hugin", "reply": "[RESULT {msg_id}] Done."}])
+    with capture_events() as events:
+        ask_for_tweet()
+        run_crows()
+    opened = events.named("expectation.opened")
+    assert [p["check"] for p in opened] == ["requester_answer", "promise_kept"]
+    keys = {
+        "nest_id", "ts", "expectation_id", "msg_id", "crow", "check", "expected", "request_msg_id", "debate_id",
+        "status", "due_at", "due_from", "nudges", "nudge_limit", "nudge_msg_ids", "scored", "confidence", "jev",
+        "outcome_msg_id", "summary_msg_id", "reason", "opened_at", "closed_at",
+    }
+    assert set(opened[1]) == keys
+    assert (opened[1]["status"], opened[1]["due_from"], opened[1]["nudges"]) == ("open", "text", 0)
+    closed = events.named("expectation.closed")
+    assert set(closed[1]) == keys | {"outcome"}
+    assert (closed[1]["outcome"], closed[1]["status"], closed[1]["scored"]) == ("met", "met", "met")
+
+
+def test_a_promise_takes_its_own_time():
+    now = timezone.now()
+    assert due_from_text("I'll have it in five minutes", now) == now + timedelta(minutes=5)
+    assert due_from_text("back in 2h", now) == now + timedelta(hours=2)
+    assert due_from_text("within half an hour", now) == now + timedelta(minutes=30)
+    noon = due_from_text("by noon", now)
+    assert noon is not None and timezone.localtime(noon).hour == 12 and noon > now
+    assert due_from_text("no time here", now) is None
+
+
+def test_the_expectations_endpoint(launch, script, settings, client):
+    settings.CROWS_EXPECTATION_DUE_S = 0
+    settings.CROWS_EXCHANGES_PER_TURN = 2
+    script(STALLING)
+    ask_for_tweet()
+    run_crows()
+    body = client.get("/api/nests/launch/expectations").json()
+    assert body["nest_id"] == "launch"
+    assert [(e["check"], e["status"]) for e in body["expectations"]] == [
+        ("requester_answer", "met"), ("single_owner", "escalated"),
+    ]
+    only_open = client.get("/api/nests/launch/expectations?status=open").json()
+    assert only_open["expectations"] == []
+    assert client.get("/api/nests/nowhere/expectations").status_code == 404
+    bad = client.get("/api/nests/launch/expectations?status=sleepy")
+    assert bad.status_code == 400 and "message" in bad.json()
+
+
+def test_the_ledger_events_are_listed_in_the_capabilities(client, db):
+    capabilities = set(client.get("/api/state").json()["capabilities"])
+    assert {"expectation.opened", "expectation.closed"} <= capabilities
+
+
+def test_an_order_boss_carries_out_needs_no_nudge(launch, settings):
+    # Boss answers the owner's order itself (an ACK, not a claim): the request is done.
+    settings.CROWS_EXPECTATION_DUE_S = 0
+    post_message("launch", author="owner", text="@Boss hatch a crow named Wren who is good at data", kind="request")
+    run_crows()
+    assert nudges() == []
+    assert set(Expectation.objects.values_list("status", flat=True)) <= {"met"}
