@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
@@ -53,10 +54,10 @@ _stop = threading.Event()
 
 # Domain recovery run once when the embedded worker starts (after a restart): an app
 # registers a callable that re-enqueues or ends work left in flight.
-_on_start: list[Callable[[], None]] = []
+_on_start: list[Callable[[], object]] = []
 
 
-def on_start(recover: Callable[[], None]) -> Callable[[], None]:
+def on_start(recover: Callable[[], object]) -> Callable[[], object]:
     _on_start.append(recover)
     return recover
 
@@ -135,6 +136,7 @@ def requeue_expired(*, embedded_restart: bool = False) -> int:
 
     now = timezone.now()
     live = TaskLease.objects.filter(task_id=OuterRef("id"), expires_at__gte=now)
+    due: Any  # an Exists, its negation, or a Q combining them
     if embedded_restart:
         live = live.exclude(worker_id__startswith="embedded-")
         due = ~Exists(live)

@@ -92,7 +92,7 @@ class ApprovalAdmin(AppendOnlyAdmin):
         if "state" not in request.GET and not request.POST and "e" not in request.GET:
             query = request.GET.copy()
             query["state"] = "waiting"
-            request.GET = query
+            request.GET = query  # type: ignore[assignment]  # a mutable copy, on purpose
             request.META["QUERY_STRING"] = query.urlencode()
         return super().changelist_view(request, extra_context)
 
@@ -149,7 +149,7 @@ class CrowForm(forms.ModelForm):
         fields = ("epithet", "strength", "backstory", "persona", "voice", "model")
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         for field in self.changed_data:
             if field in EDITABLE_FIELDS and field in data:
                 try:
@@ -277,7 +277,9 @@ class MemberActionForm(ActionForm):
         super().__init__(*args, **kwargs)
         from flock.queries import roster_names
 
-        self.fields["crow"].choices = [("", "(crow)")] + [(n, n) for n in roster_names()]
+        crow_field = self.fields["crow"]
+        assert isinstance(crow_field, forms.ChoiceField)
+        crow_field.choices = [("", "(crow)")] + [(n, n) for n in roster_names()]
 
 
 @admin.register(Nest)

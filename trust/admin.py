@@ -52,7 +52,8 @@ class TrustHolderAdmin(AppendOnlyAdmin):
 
     @admin.action(description="Reset to stranger (emits trust.changed)")
     def reset_to_stranger(self, request: HttpRequest, queryset: QuerySet[TrustHolder]) -> None:
-        done, already = [], []
+        done: list[str] = []
+        already: list[str] = []
         for row in queryset:
             try:
                 entry = reset_trust(row.holder, task_type=row.task_type, by=who(request))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import IO, Any, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from rich.console import Console
@@ -37,7 +37,7 @@ class CrowsCommand(BaseCommand):
         return parser
 
     def console(self, *, err: bool = False) -> Console:
-        stream = (self.stderr if err else self.stdout)._out
+        stream = cast(IO[str], (self.stderr if err else self.stdout)._out)
         terminal = hasattr(stream, "isatty") and stream.isatty()
         return Console(file=stream, width=None if terminal else WIDE, force_terminal=None, soft_wrap=False)
 

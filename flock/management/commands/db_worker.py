@@ -34,8 +34,12 @@ class Command(StockCommand):
             help="Worker threads in this process (default: CROWS_WORKER_THREADS)",
         )
 
-    def handle(self, *, verbosity: int, batch: bool, max_tasks: int | None, threads: int | None,
-               worker_id: str, reload: bool, **options: Any) -> None:
+    # Keyword-only like the stock command's, but with --threads and without the options this
+    # pool does not use (they arrive in **options).
+    def handle(  # type: ignore[override]
+        self, *, verbosity: int, batch: bool, max_tasks: int | None, threads: int | None,
+        worker_id: str, reload: bool, **options: Any,
+    ) -> None:
         from flock import worker
 
         self.configure_logging(verbosity)

@@ -7,7 +7,7 @@ import json
 import re
 import sys
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import IO, Any, cast
 
 from django.core.management.base import CommandError
 from django.utils import timezone
@@ -56,13 +56,14 @@ class Command(CrowsCommand):
         if options["since"]:
             flights = flights.filter(created_at__gte=parse_since(options["since"]))
         total = flights.count()
+        out: IO[str]
         if options["output"]:
             try:
                 out = open(options["output"], "w", newline="", encoding="utf-8")
             except OSError as exc:
                 raise CommandError(f"cannot write {options['output']}: {exc.strerror}") from None
         else:
-            out = self.stdout._out if hasattr(self.stdout, "_out") else sys.stdout
+            out = cast(IO[str], self.stdout._out) if hasattr(self.stdout, "_out") else sys.stdout
         try:
             writer = csv.DictWriter(out, fieldnames=FIELDS) if options["format"] == "csv" else None
             if writer:

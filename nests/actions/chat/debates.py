@@ -267,11 +267,12 @@ def _cue(debate: Debate, crow: str, text: str, refers_to: str) -> NestMessage:
     cue = _say(debate, text, to=crow, refers_to=refers_to)
     debate.cue_msg_id = cue.msg_id
     debate.save(update_fields=["cue_msg_id"])
-    what = {
+    turns: dict[str, str] = {
         Debate.Phase.ARGUING: f"argue round {debate.round} ({debate.stances.get(crow, '')})",
         Debate.Phase.FINAL: "post a final position",
         Debate.Phase.JUDGING: "make the judge's call",
-    }.get(debate.phase, "speak")
+    }
+    what = turns.get(debate.phase, "speak")
     open_expectation(
         cue, crow=crow, check=Expectation.Check.TURN_ORDER, debate=debate,
         expected=f"{crow}'s turn in {debate.debate_id}: {what}",

@@ -65,7 +65,7 @@ MENTION_RE = re.compile(r"(?<![\w@])@([A-Za-z][A-Za-z0-9_-]{0,39})")
 ROOM_RE = re.compile(r"(?<![\w#&])#([a-z0-9][a-z0-9-]{0,63})(?![\w-])")
 # Invocation reasons where the harness picked the crow for the request it answers.
 PICKED_REASONS = ("fit", "lens", "redispatch", "addressed", "direct", "claim_deliver", "quill_route", "nudge")
-BREACH_WORDS = {
+BREACH_WORDS: dict[str, str] = {
     Breach.Kind.REDO: "redo",
     Breach.Kind.IGNORED_DECLINE: "ignored decline",
     Breach.Kind.FORBIDDEN_KIND: "forbidden kind",

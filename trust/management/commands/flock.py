@@ -41,24 +41,24 @@ class Command(CrowsCommand):
                 raise CommandError(f"no crow named {options['crow']!r}; `manage.py flock` lists them")
         elif not options["retired"]:
             crows = crows.exclude(status=Crow.Status.RETIRED)
-        crows = list(crows)
+        roster = list(crows)
         since = timezone.now() - timedelta(hours=options["hours"])
         recent = {
             row["crow"]: row
-            for row in Flight.objects.filter(created_at__gte=since, crow__in=[c.name for c in crows])
+            for row in Flight.objects.filter(created_at__gte=since, crow__in=[c.name for c in roster])
             .values("crow")
             .annotate(n=Count("id"), failed=Count("id", filter=Q(ok=False)))
         }
         last = {}
-        for crow in crows:
+        for crow in roster:
             last[crow.name] = Flight.objects.filter(crow=crow.name).order_by("-id").first()
-        ledger = trust_ledger([c.name for c in crows])["holders"]
+        ledger = trust_ledger([c.name for c in roster])["holders"]
 
         def trust_cells(holder: str) -> list[str]:
             return [str(ledger.get(holder, {}).get(t, {}).get("level", 0)) for t in TASK_TYPES]
 
         rows = []
-        for crow in crows:
+        for crow in roster:
             r = recent.get(crow.name, {"n": 0, "failed": 0})
             flight = last[crow.name]
             latest = "never" if flight is None else f"{flight.task} {'ok' if flight.ok else 'failed'} {_ago(flight.created_at)}"
@@ -74,7 +74,7 @@ class Command(CrowsCommand):
             rows,
         )
         if options["crow"]:
-            crow = crows[0]
+            crow = roster[0]
             flights = Flight.objects.filter(crow=crow.name).order_by("-id")[: options["flights"]]
             self.table(
                 f"{crow.name}'s latest flights",
