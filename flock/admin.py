@@ -24,4 +24,4 @@ class FlightAdmin(admin.ModelAdmin):
 
 @admin.register(JevTag)
 class JevTagAdmin(admin.ModelAdmin):
-    list_display = ("created_at", "question", "choice", "band", "subject")
+    list_display = ("created_at", "question", "choice", "band", "source", "subject")

@@ -31,14 +31,14 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import FeatureUnion, Pipeline
 
 from flock.jev.calibration import fit_temperature, softmax
-from flock.jev.questions import JevDataError, Question
+from flock.jev.questions import Example, JevDataError, Question
 from flock.jev.text import prepare
 
 logger = logging.getLogger(__name__)
 
 # Bump when features, preprocessing or training change: it is part of every cache key and
 # of every answer's version, so old caches are retrained rather than silently reused.
-CODE_VERSION = "v1"
+CODE_VERSION = "v2"
 IMPL = "sklearn"
 
 # Inverse regularisation of the logistic regression, chosen on the kind dev split. The
@@ -48,6 +48,28 @@ LOGREG_C = 20.0
 # fewest examples of each choice for which that slice is still worth taking.
 HELD_OUT_FRACTION = 0.2
 MIN_PER_CHOICE_FOR_HELD_OUT = 5
+# With this many writers (the original corpus counts as one), the temperature is fitted on
+# out-of-writer predictions instead of a dev split.
+MIN_WRITERS_FOR_OUT_OF_WRITER = 2
+
+
+@dataclass
+class OutOfWriter:
+    """Every training example scored by a model that never saw its writer's lines.
+
+    Training fits one model per writer on the other writers' lines and keeps its logits on
+    the held-out writer. The temperature is fitted on these, and jev_eval reports them as
+    the leave-one-writer-out figures, so both come with the cached model at no extra cost.
+    """
+
+    writers: tuple[str, ...]  # one per row
+    labels: tuple[str, ...]
+    hard: tuple[bool, ...]
+    texts: tuple[str, ...]
+    logits: NDArray[np.float64]  # rows x choices, in the question's choice order
+    # Temperature for each held-out writer, fitted on the other writers' rows only, so the
+    # held-out writer's ECE is not measured with a temperature fitted on its own labels.
+    writer_temperatures: dict[str, float]
 
 
 @dataclass
@@ -64,6 +86,7 @@ class TrainedModel:
     n_calibration: int
     train_seconds: float
     impl: str = IMPL
+    out_of_writer: OutOfWriter | None = None
 
 
 def build_pipeline() -> Pipeline:
@@ -102,6 +125,47 @@ def _temperature_on(pipeline: Pipeline, texts: Sequence[str], labels: Sequence[s
     return fit_temperature(logits, targets)
 
 
+def _ordered_logits(pipeline: Pipeline, texts: Sequence[str], choices: Sequence[str]) -> NDArray[np.float64]:
+    """Logits in the question's choice order; a choice the fold never saw gets -inf-ish."""
+    logits = pipeline_logits(pipeline, [prepare(t) for t in texts])
+    classes = list(pipeline.classes_)
+    out = np.full((len(texts), len(choices)), -1e3)
+    for j, choice in enumerate(choices):
+        if choice in classes:
+            out[:, j] = logits[:, classes.index(choice)]
+    return out
+
+
+def out_of_writer(examples: Sequence[Example], choices: Sequence[str]) -> OutOfWriter | None:
+    """Leave-one-writer-out logits for every example, or None with fewer than two writers
+    that each have lines of at least two choices."""
+    by_writer: dict[str, list[int]] = {}
+    for i, example in enumerate(examples):
+        by_writer.setdefault(example.writer, []).append(i)
+    if len(by_writer) < MIN_WRITERS_FOR_OUT_OF_WRITER:
+        return None
+    logits = np.zeros((len(examples), len(choices)))
+    for writer, rows in by_writer.items():
+        rest = [e for e in examples if e.writer != writer]
+        if len({e.label for e in rest}) < 2:
+            return None
+        pipeline = _fit([e.text for e in rest], [e.label for e in rest])
+        logits[rows] = _ordered_logits(pipeline, [examples[i].text for i in rows], choices)
+    targets = np.array([list(choices).index(e.label) for e in examples], dtype=np.intp)
+    writers = np.array([e.writer for e in examples])
+    temperatures = {
+        writer: fit_temperature(logits[writers != writer], targets[writers != writer]) for writer in by_writer
+    }
+    return OutOfWriter(
+        writers=tuple(e.writer for e in examples),
+        labels=tuple(e.label for e in examples),
+        hard=tuple(e.hard for e in examples),
+        texts=tuple(e.text for e in examples),
+        logits=logits,
+        writer_temperatures=temperatures,
+    )
+
+
 def train(question: Question, data_hash: str) -> TrainedModel:
     started = time.perf_counter()
     examples = question.train_examples()
@@ -112,7 +176,17 @@ def train(question: Question, data_hash: str) -> TrainedModel:
     if strangers:
         raise JevDataError(f"{question.dev_path}: labels not in the training data: {sorted(strangers)}")
 
-    if dev:
+    held_out = out_of_writer(examples, question.choices)
+    if held_out is not None:
+        # Calibrate for text written by someone the model has not read: the temperature is
+        # fitted on every line as scored by a model trained without its writer's lines. A
+        # same-author dev split would make the model look (and be calibrated) surer than it
+        # is on a stranger's words.
+        pipeline = _fit(texts, labels)
+        targets = np.array([question.choices.index(label) for label in labels], dtype=np.intp)
+        temperature = fit_temperature(held_out.logits, targets)
+        calibrated_on, n_calibration = "out-of-writer", len(examples)
+    elif dev:
         pipeline = _fit(texts, labels)
         temperature = _temperature_on(pipeline, [e.text for e in dev], [e.label for e in dev])
         calibrated_on, n_calibration = "dev", len(dev)
@@ -140,6 +214,7 @@ def train(question: Question, data_hash: str) -> TrainedModel:
         n_train=len(examples),
         n_calibration=n_calibration,
         train_seconds=time.perf_counter() - started,
+        out_of_writer=held_out,
     )
 
 
