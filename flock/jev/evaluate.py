@@ -250,6 +250,10 @@ class WriterReport:
     columns: list[str]
     writers: list[WriterFigures]
     pooled: WriterFigures
+    # The old way, for comparison: a temperature fitted on the same-author dev split, and the
+    # pooled out-of-writer ECE it gives. None without a dev file.
+    dev_temperature: float | None = None
+    ece_dev_temperature: float | None = None
 
 
 def _figures(
@@ -334,6 +338,18 @@ def writer_report(question: str = "kind", *, jev: Jev | None = None) -> WriterRe
             )
         )
     pooled = _figures("all", choices, labels, raw, calibrated, hard, list(held.texts), threshold)
+    dev_temperature = ece_dev = None
+    dev = loaded.question.dev_examples()
+    if dev:
+        from flock.jev.calibration import fit_temperature
+        from flock.jev.model import ordered_logits
+
+        dev_logits = ordered_logits(loaded.model.pipeline, [e.text for e in dev], choices)
+        dev_targets = np.array([choices.index(e.label) for e in dev], dtype=np.intp)
+        dev_temperature = fit_temperature(dev_logits, dev_targets)
+        with_dev_t = softmax(held.logits, dev_temperature)
+        right = with_dev_t.argmax(axis=1) == np.array([choices.index(label) for label in labels])
+        ece_dev = expected_calibration_error(with_dev_t.max(axis=1), right)
     return WriterReport(
         question=question,
         version=loaded.model.version,
@@ -342,6 +358,8 @@ def writer_report(question: str = "kind", *, jev: Jev | None = None) -> WriterRe
         columns=choices,
         writers=figures,
         pooled=pooled,
+        dev_temperature=dev_temperature,
+        ece_dev_temperature=ece_dev,
     )
 
 
@@ -366,6 +384,13 @@ def format_writer_report(report: WriterReport, *, show_mistakes: int = 0) -> str
         f"lowo macro-F1   {p.macro_f1:.3f}",
         f"lowo ECE        {p.ece:.3f}  (before calibration {p.ece_raw:.3f})",
         f"lowo hard       {p.hard_accuracy:.3f}  ({p.hard_n} lines marked hard)",
+    ]
+    if report.ece_dev_temperature is not None:
+        lines.append(
+            f"lowo ECE with a same-author dev temperature ({report.dev_temperature:.2f}): "
+            f"{report.ece_dev_temperature:.3f}"
+        )
+    lines += [
         "",
         f"{'writer':<12}{'lines':>6}  accuracy  macro-F1  ECE raw    ECE  {'high band':>16}  hard lines",
     ]
