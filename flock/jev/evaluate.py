@@ -402,7 +402,11 @@ def format_writer_report(report: WriterReport, *, show_mistakes: int = 0) -> str
             f"{high:>16}  {hard}"
         )
     width = max(len(label) for label in report.columns + ["label"]) + 2
-    lines += ["", "per kind, all writers held out in turn", f"{'label':<{width}}support  precision  recall     f1"]
+    lines += [
+        "",
+        "per kind, all writers held out in turn",
+        f"{'label':<{width}}support  precision  recall     f1",
+    ]
     for stats in p.per_label:
         lines.append(
             f"{stats.label:<{width}}{stats.support:>7}  {stats.precision:>9.3f}  {stats.recall:>6.3f}  {stats.f1:>5.3f}"
@@ -415,7 +419,10 @@ def format_writer_report(report: WriterReport, *, show_mistakes: int = 0) -> str
     if show_mistakes:
         for f in report.writers:
             if f.mistakes:
-                lines += ["", f"{f.writer} held out: mistakes (first {min(show_mistakes, len(f.mistakes))} of {len(f.mistakes)})"]
+                lines += [
+                    "",
+                    f"{f.writer} held out: mistakes (first {min(show_mistakes, len(f.mistakes))} of {len(f.mistakes)})",
+                ]
                 for m in f.mistakes[:show_mistakes]:
                     lines.append(f"  {m.expected} -> {m.answered} ({m.confidence:.2f}): {m.text}")
     return "\n".join(lines)

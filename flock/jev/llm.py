@@ -18,6 +18,7 @@ with ``source == "local"``. docs/JEV.md, "LLM second opinion".
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import logging
 import re
 import threading
@@ -67,7 +68,9 @@ def brain_spec() -> str | None:
         if not _switch():
             return None
     except ImproperlyConfigured:
-        logger.error("jev: %s is not a yes/no value; the LLM second opinion stays off", SETTING, exc_info=True)
+        logger.error(
+            "jev: %s is not a yes/no value; the LLM second opinion stays off", SETTING, exc_info=True
+        )
         return None
     from flock.brains.config import default_brain_spec
 
@@ -126,8 +129,16 @@ def _ask_model(spec: str, question: Question, text: str) -> str | None:
         context={},
         system=prompt(question),
     )
+    provider = spec.partition(":")[0].strip().lower()
     brain = get_brain(spec)
-    timeout_s = provider_config(spec.partition(":")[0].strip().lower()).timeout_s
+    timeout_s = provider_config(provider).timeout_s
+    try:
+        # Importing the SDK is local work of a second or two, once per process; like the
+        # providers themselves, keep it out of the time allowed for the network.
+        importlib.import_module(provider)
+    except ImportError:
+        logger.warning("jev: the %s SDK is not installed; no LLM second opinion", provider)
+        return None
     box: dict[str, object] = {}
 
     def call() -> None:
@@ -147,7 +158,9 @@ def _ask_model(spec: str, question: Question, text: str) -> str | None:
         return None
     choice = parse_choice(str(getattr(reply, "text", "")), question.choices)
     if choice is None:
-        logger.warning("jev: LLM second opinion on %s named no single choice: %r", question.name, reply.text[:200])
+        logger.warning(
+            "jev: LLM second opinion on %s named no single choice: %r", question.name, reply.text[:200]
+        )
     return choice
 
 

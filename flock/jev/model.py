@@ -27,9 +27,9 @@ import numpy as np
 import sklearn
 from numpy.typing import NDArray
 from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.svm import LinearSVC
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import FeatureUnion, Pipeline
+from sklearn.svm import LinearSVC
 
 from flock.jev.calibration import fit_temperature, softmax
 from flock.jev.questions import Example, JevDataError, Question
@@ -115,7 +115,10 @@ def build_pipeline() -> Pipeline:
             # Characters across word boundaries ("char", not "char_wb"): "n't", "i'll", "@x?"
             # and "_crow_ pls" survive as units, which held up better on writers the model
             # had not read.
-            ("chars", TfidfVectorizer(analyzer="char", ngram_range=(2, 5), sublinear_tf=True, preprocessor=frame)),
+            (
+                "chars",
+                TfidfVectorizer(analyzer="char", ngram_range=(2, 5), sublinear_tf=True, preprocessor=frame),
+            ),
         ]
     )
     # A linear SVM where v1 had a logistic regression: on leave-one-writer-out

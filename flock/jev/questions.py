@@ -205,7 +205,9 @@ def writer_files(folder: Path, name: str) -> tuple[tuple[str, Path], ...]:
     for path in sorted(root.glob(f"*/{name}{TRAIN_SUFFIX}")):
         writer = path.parent.name
         if writer == ORIGINAL_WRITER:
-            raise JevDataError(f"{path}: the writer name {ORIGINAL_WRITER!r} is taken by {name}{TRAIN_SUFFIX}")
+            raise JevDataError(
+                f"{path}: the writer name {ORIGINAL_WRITER!r} is taken by {name}{TRAIN_SUFFIX}"
+            )
         found.append((writer, path))
     return tuple(found)
 

@@ -163,7 +163,7 @@ def import_writers(
             key = text_key(line.text)
 
             def drop(reason: str, line: _Line = line) -> None:
-                report.dropped.append(Dropped(line.writer, name, line.number, reason, line.text))
+                report.dropped.append(Dropped(line.writer, line.question, line.number, reason, line.text))
 
             if key in held_out:
                 drop("text of a held-out dev or test line")
@@ -197,7 +197,9 @@ def import_writers(
     return report
 
 
-def _update_manifest(root: Path, sources: dict[str, Path], report: ImportReport, styles: dict[str, str]) -> None:
+def _update_manifest(
+    root: Path, sources: dict[str, Path], report: ImportReport, styles: dict[str, str]
+) -> None:
     path = root / MANIFEST
     manifest = read_manifest(root.parent)
     writers = manifest.setdefault("writers", {})
@@ -220,4 +222,3 @@ def read_manifest(data_dir: Path = PACKAGE_DATA_DIR) -> dict[str, dict]:
         return {"writers": {}}
     manifest = json.loads(path.read_text(encoding="utf-8"))
     return manifest if isinstance(manifest, dict) else {"writers": {}}
-

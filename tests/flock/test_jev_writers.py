@@ -16,20 +16,46 @@ from flock.jev.text import prepare
 from flock.jev.writers import import_writers, read_manifest
 
 WARM = [
-    "a red sunset over the desert", "orange flames in the fireplace", "golden autumn leaves",
-    "hot summer sand", "a glowing ember", "ripe peaches and apricots", "a crackling campfire",
-    "sunflowers in July", "warm terracotta tiles", "a cup of hot cocoa",
+    "a red sunset over the desert",
+    "orange flames in the fireplace",
+    "golden autumn leaves",
+    "hot summer sand",
+    "a glowing ember",
+    "ripe peaches and apricots",
+    "a crackling campfire",
+    "sunflowers in July",
+    "warm terracotta tiles",
+    "a cup of hot cocoa",
 ]
 COOL = [
-    "an icy blue glacier", "a deep ocean at night", "fresh mint leaves", "snow on pine trees",
-    "a cold mountain lake", "a silver moon", "frost on the window", "blue hydrangeas in the shade",
-    "a winter morning fog", "the arctic sea",
+    "an icy blue glacier",
+    "a deep ocean at night",
+    "fresh mint leaves",
+    "snow on pine trees",
+    "a cold mountain lake",
+    "a silver moon",
+    "frost on the window",
+    "blue hydrangeas in the shade",
+    "a winter morning fog",
+    "the arctic sea",
 ]
 # Another writer's voice on the same rules.
-WARM_B = ["lava from the volcano", "the hot oven", "a fire in the hearth", "sun-baked bricks", "red chili peppers",
-          "a heat wave in August"]
-COOL_B = ["a block of ice", "the frozen pond", "cold rain in November", "a snowy owl", "an ice cube tray",
-          "a blizzard in the north"]
+WARM_B = [
+    "lava from the volcano",
+    "the hot oven",
+    "a fire in the hearth",
+    "sun-baked bricks",
+    "red chili peppers",
+    "a heat wave in August",
+]
+COOL_B = [
+    "a block of ice",
+    "the frozen pond",
+    "cold rain in November",
+    "a snowy owl",
+    "an ice cube tray",
+    "a blizzard in the north",
+]
 
 
 def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
@@ -56,7 +82,10 @@ def colour_dir(tmp_path: Path) -> Path:
 
 
 def test_writers_files_join_the_training_data_with_their_writer_recorded(colour_dir: Path) -> None:
-    write_jsonl(colour_dir / "writers" / "writer-b" / "colour.jsonl", tone_rows(WARM_B, COOL_B, hard=("the hot oven",)))
+    write_jsonl(
+        colour_dir / "writers" / "writer-b" / "colour.jsonl",
+        tone_rows(WARM_B, COOL_B, hard=("the hot oven",)),
+    )
     jev = Jev(data_dir=colour_dir, cache_dir=colour_dir.parent / "cache")
     question = jev.question("colour")
     assert question.writers() == (ORIGINAL_WRITER, "writer-b")
@@ -83,14 +112,19 @@ def test_a_writers_file_changes_the_data_hash(colour_dir: Path) -> None:
 
 
 def test_a_writer_may_not_bring_labels_the_question_does_not_have(colour_dir: Path) -> None:
-    write_jsonl(colour_dir / "writers" / "writer-b" / "colour.jsonl", [{"text": "beige walls", "tone": "tepid"}])
+    write_jsonl(
+        colour_dir / "writers" / "writer-b" / "colour.jsonl", [{"text": "beige walls", "tone": "tepid"}]
+    )
     jev = Jev(data_dir=colour_dir, cache_dir=colour_dir.parent / "cache")
     with pytest.raises(JevDataError, match="tepid"):
         jev.ask("colour", "a glowing ember")
 
 
 def test_the_leave_one_writer_out_report_holds_each_writer_out(colour_dir: Path) -> None:
-    write_jsonl(colour_dir / "writers" / "writer-b" / "colour.jsonl", tone_rows(WARM_B, COOL_B, hard=("the hot oven",)))
+    write_jsonl(
+        colour_dir / "writers" / "writer-b" / "colour.jsonl",
+        tone_rows(WARM_B, COOL_B, hard=("the hot oven",)),
+    )
     jev = Jev(data_dir=colour_dir, cache_dir=colour_dir.parent / "cache")
     report = writer_report("colour", jev=jev)
     assert report is not None
@@ -103,7 +137,14 @@ def test_the_leave_one_writer_out_report_holds_each_writer_out(colour_dir: Path)
     for figures in [*report.writers, report.pooled]:
         assert 0.0 <= figures.accuracy <= 1.0 and 0.0 <= figures.ece <= 1.0 and 0.0 <= figures.ece_raw <= 1.0
     text = format_writer_report(report, show_mistakes=3)
-    for needle in ("lowo accuracy", "lowo macro-F1", "lowo ECE", "lowo hard", "writer-b held out", "confusion"):
+    for needle in (
+        "lowo accuracy",
+        "lowo macro-F1",
+        "lowo ECE",
+        "lowo hard",
+        "writer-b held out",
+        "confusion",
+    ):
         assert needle in text
 
 
@@ -133,44 +174,62 @@ def test_the_built_in_kind_corpus_has_independent_writers() -> None:
 
 
 def test_import_validates_dedupes_and_reports_every_drop(colour_dir: Path, tmp_path: Path) -> None:
-    write_jsonl(colour_dir / "colour.dev.jsonl", [{"text": "a pale blue sky", "tone": "cool"}, {"text": "embers", "tone": "warm"}])
+    write_jsonl(
+        colour_dir / "colour.dev.jsonl",
+        [{"text": "a pale blue sky", "tone": "cool"}, {"text": "embers", "tone": "warm"}],
+    )
     a = tmp_path / "raw" / "writer-a"
     b = tmp_path / "raw" / "writer-b"
-    write_jsonl(a / "colour.jsonl", [
-        {"text": "molten gold", "tone": "warm", "hard": True},
-        {"text": "  ", "tone": "warm"},                      # empty text
-        {"text": "grey slate", "tone": "grey"},               # not a choice
-        {"text": "a silver moon", "tone": "cool"},            # already in the original corpus
-        {"text": "A pale  blue sky", "tone": "cool"},         # a dev line (case and spaces folded)
-        {"text": "iced tea", "tone": "cool"},
-        {"text": "tepid bath", "tone": "warm"},                # writers disagree on it: dropped from both
-        {"text": "molten gold", "tone": "warm"},               # duplicate within the writer
-        {"text": "bonfire night", "tone": "warm", "hard": "yes"},  # hard not a boolean
-    ])
+    write_jsonl(
+        a / "colour.jsonl",
+        [
+            {"text": "molten gold", "tone": "warm", "hard": True},
+            {"text": "  ", "tone": "warm"},  # empty text
+            {"text": "grey slate", "tone": "grey"},  # not a choice
+            {"text": "a silver moon", "tone": "cool"},  # already in the original corpus
+            {"text": "A pale  blue sky", "tone": "cool"},  # a dev line (case and spaces folded)
+            {"text": "iced tea", "tone": "cool"},
+            {"text": "tepid bath", "tone": "warm"},  # writers disagree on it: dropped from both
+            {"text": "molten gold", "tone": "warm"},  # duplicate within the writer
+            {"text": "bonfire night", "tone": "warm", "hard": "yes"},  # hard not a boolean
+        ],
+    )
     (a / "colour.jsonl").write_text((a / "colour.jsonl").read_text() + '{"text": "half a li\n')
-    write_jsonl(b / "colour.jsonl", [
-        {"text": "tepid bath", "tone": "cool"},
-        {"text": "iced tea", "tone": "cool"},                  # writer-a has it already
-        {"text": "a hot stove", "tone": "warm"},
-    ])
+    write_jsonl(
+        b / "colour.jsonl",
+        [
+            {"text": "tepid bath", "tone": "cool"},
+            {"text": "iced tea", "tone": "cool"},  # writer-a has it already
+            {"text": "a hot stove", "tone": "warm"},
+        ],
+    )
     report = import_writers({"writer-a": a, "writer-b": b}, data_dir=colour_dir, styles={"writer-a": "terse"})
-    rows_a = [json.loads(x) for x in (colour_dir / "writers" / "writer-a" / "colour.jsonl").read_text().splitlines()]
-    rows_b = [json.loads(x) for x in (colour_dir / "writers" / "writer-b" / "colour.jsonl").read_text().splitlines()]
-    assert rows_a == [{"text": "molten gold", "tone": "warm", "hard": True}, {"text": "iced tea", "tone": "cool"}]
+    rows_a = [
+        json.loads(x) for x in (colour_dir / "writers" / "writer-a" / "colour.jsonl").read_text().splitlines()
+    ]
+    rows_b = [
+        json.loads(x) for x in (colour_dir / "writers" / "writer-b" / "colour.jsonl").read_text().splitlines()
+    ]
+    assert rows_a == [
+        {"text": "molten gold", "tone": "warm", "hard": True},
+        {"text": "iced tea", "tone": "cool"},
+    ]
     assert rows_b == [{"text": "a hot stove", "tone": "warm"}]
     reasons = sorted((d.writer, d.reason.split(":")[0]) for d in report.dropped)
-    assert reasons == sorted([
-        ("writer-a", "empty or missing text"),
-        ("writer-a", "label not a choice of colour"),
-        ("writer-a", "duplicate"),
-        ("writer-a", "text of a held-out dev or test line"),
-        ("writer-a", "conflict"),
-        ("writer-a", "duplicate"),
-        ("writer-a", '"hard" is not true or false'),
-        ("writer-a", "not valid JSON"),
-        ("writer-b", "conflict"),
-        ("writer-b", "duplicate"),
-    ])
+    assert reasons == sorted(
+        [
+            ("writer-a", "empty or missing text"),
+            ("writer-a", "label not a choice of colour"),
+            ("writer-a", "duplicate"),
+            ("writer-a", "text of a held-out dev or test line"),
+            ("writer-a", "conflict"),
+            ("writer-a", "duplicate"),
+            ("writer-a", '"hard" is not true or false'),
+            ("writer-a", "not valid JSON"),
+            ("writer-b", "conflict"),
+            ("writer-b", "duplicate"),
+        ]
+    )
     manifest = read_manifest(colour_dir)["writers"]
     assert manifest["writer-a"]["style"] == "terse"
     assert manifest["writer-a"]["lines"] == {"colour": 2} and manifest["writer-b"]["lines"] == {"colour": 1}
@@ -192,7 +251,9 @@ def test_the_import_command_refuses_a_missing_folder(tmp_path: Path) -> None:
 def test_jev_eval_prints_leave_one_writer_out_beside_the_file_figures(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = write_jsonl(tmp_path / "ok.jsonl", [{"text": "Mine.", "kind": "claim"}, {"text": "lol", "kind": "say"}])
+    path = write_jsonl(
+        tmp_path / "ok.jsonl", [{"text": "Mine.", "kind": "claim"}, {"text": "lol", "kind": "say"}]
+    )
     call_command("jev_eval", str(path), "--question", "kind", "--passes", "1")
     out = capsys.readouterr().out
     # The lines other tools parse come first, unchanged.
@@ -224,8 +285,17 @@ def test_prepare_recognises_any_extension_and_folders_as_artifacts(text: str, pr
 
 @pytest.mark.parametrize(
     "text",
-    ["and/or", "24/7 support", "w/ the team", "e.g. pricing", "i.e. tomorrow", "v2.1 is 3.5x faster",
-     "done.Then", "Mr. Smith", "client/server"],
+    [
+        "and/or",
+        "24/7 support",
+        "w/ the team",
+        "e.g. pricing",
+        "i.e. tomorrow",
+        "v2.1 is 3.5x faster",
+        "done.Then",
+        "Mr. Smith",
+        "client/server",
+    ],
 )
 def test_prepare_leaves_words_that_only_look_like_paths_alone(text: str) -> None:
     assert "_file_" not in prepare(text) and "_folder_" not in prepare(text)

@@ -8,7 +8,13 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from flock.jev import JevError
-from flock.jev.evaluate import LATENCY_PASSES, evaluate_file, format_report, format_writer_report, writer_report
+from flock.jev.evaluate import (
+    LATENCY_PASSES,
+    evaluate_file,
+    format_report,
+    format_writer_report,
+    writer_report,
+)
 
 
 class Command(BaseCommand):

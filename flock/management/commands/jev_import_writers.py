@@ -29,9 +29,15 @@ class Command(BaseCommand):
             help="texts of FILE are never imported for QUESTION (e.g. kind=tests/flock/data/kind_unseen.jsonl)",
         )
         parser.add_argument(
-            "--style", action="append", default=[], metavar="WRITER=TEXT", help="the writer's brief, for the manifest"
+            "--style",
+            action="append",
+            default=[],
+            metavar="WRITER=TEXT",
+            help="the writer's brief, for the manifest",
         )
-        parser.add_argument("--data-dir", type=Path, default=PACKAGE_DATA_DIR, help=f"default: {PACKAGE_DATA_DIR}")
+        parser.add_argument(
+            "--data-dir", type=Path, default=PACKAGE_DATA_DIR, help=f"default: {PACKAGE_DATA_DIR}"
+        )
         parser.add_argument("--show-dropped", action="store_true", help="list every dropped line")
 
     def handle(self, *args: Any, **options: Any) -> None:
