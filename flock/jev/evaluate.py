@@ -383,7 +383,11 @@ def format_writer_report(report: WriterReport, *, show_mistakes: int = 0) -> str
         f"lowo accuracy   {p.accuracy:.3f}",
         f"lowo macro-F1   {p.macro_f1:.3f}",
         f"lowo ECE        {p.ece:.3f}  (before calibration {p.ece_raw:.3f})",
-        f"lowo hard       {p.hard_accuracy:.3f}  ({p.hard_n} lines marked hard)",
+        (
+            f"lowo hard       {p.hard_accuracy:.3f}  ({p.hard_n} lines marked hard)"
+            if p.hard_n
+            else "lowo hard       -  (no line is marked hard)"
+        ),
     ]
     if report.ece_dev_temperature is not None:
         lines.append(
