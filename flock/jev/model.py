@@ -26,9 +26,11 @@ import joblib
 import numpy as np
 import sklearn
 from numpy.typing import NDArray
-from sklearn.feature_extraction.text import TfidfVectorizer
+from scipy import sparse
+from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import FeatureUnion, Pipeline
+from sklearn.preprocessing import normalize
 from sklearn.svm import LinearSVC
 
 from flock.jev.calibration import fit_temperature, softmax
@@ -125,16 +127,15 @@ def build_pipeline() -> Pipeline:
     # cross-validation it was about a point more accurate for every held-out writer and
     # fits several times faster, which matters now that training fits one model per
     # writer. Its margins are not probabilities; the temperature makes them so.
-    classifier = LinearSVC(C=SVM_C)
+    # A fixed seed: liblinear shuffles the data, and a model must not differ between two
+    # machines that train it from the same files.
+    classifier = LinearSVC(C=SVM_C, random_state=0)
     return Pipeline([("features", features), ("classifier", classifier)])
 
 
 def pipeline_logits(pipeline: Pipeline, prepared: Sequence[str]) -> NDArray[np.float64]:
     """Per-class logits in ``classes_`` order; a binary model's single score becomes [0, z]."""
-    scores = np.asarray(pipeline.decision_function(list(prepared)), dtype=np.float64)
-    if scores.ndim == 1:
-        scores = np.column_stack([np.zeros_like(scores), scores])
-    return scores
+    return _scores(pipeline, list(prepared))
 
 
 def _fit(texts: Sequence[str], labels: Sequence[str]) -> Pipeline:
@@ -150,15 +151,61 @@ def _temperature_on(pipeline: Pipeline, texts: Sequence[str], labels: Sequence[s
     return fit_temperature(logits, targets)
 
 
-def ordered_logits(pipeline: Pipeline, texts: Sequence[str], choices: Sequence[str]) -> NDArray[np.float64]:
-    """Logits in the question's choice order; a choice the fold never saw gets -inf-ish."""
-    logits = pipeline_logits(pipeline, [prepare(t) for t in texts])
-    classes = list(pipeline.classes_)
-    out = np.full((len(texts), len(choices)), -1e3)
+def _scores(estimator: Pipeline | LinearSVC, inputs: object) -> NDArray[np.float64]:
+    scores = np.asarray(estimator.decision_function(inputs), dtype=np.float64)
+    if scores.ndim == 1:
+        scores = np.column_stack([np.zeros_like(scores), scores])
+    return scores
+
+
+def _choice_order(
+    logits: NDArray[np.float64], classes: list[str], choices: Sequence[str]
+) -> NDArray[np.float64]:
+    """Columns in the question's choice order; a choice the model never saw gets -1000."""
+    out = np.full((logits.shape[0], len(choices)), -1e3)
     for j, choice in enumerate(choices):
         if choice in classes:
             out[:, j] = logits[:, classes.index(choice)]
     return out
+
+
+def ordered_logits(pipeline: Pipeline, texts: Sequence[str], choices: Sequence[str]) -> NDArray[np.float64]:
+    """The pipeline's logits for ``texts`` in the question's choice order."""
+    return _choice_order(
+        pipeline_logits(pipeline, [prepare(t) for t in texts]), list(pipeline.classes_), choices
+    )
+
+
+class _SharedCounts:
+    """Every example's n-gram counts, counted once for all the per-writer fits.
+
+    Counting n-grams is most of what fitting a TfidfVectorizer costs. Each fold's TF-IDF
+    is derived from the shared counts exactly as a vectorizer fitted on that fold computes
+    it: the fold's vocabulary (terms in its documents, in the same sorted order), its smoothed
+    idf, sublinear tf, and L2 rows per block. A test holds the result equal to fitting the
+    pipeline on the fold.
+    """
+
+    def __init__(self, prepared: Sequence[str]) -> None:
+        self.blocks = []
+        for _, vectorizer in build_pipeline().named_steps["features"].transformer_list:
+            counter = CountVectorizer(analyzer=vectorizer.build_analyzer())
+            counts = counter.fit_transform(prepared).tocsr()
+            self.blocks.append((counts, vectorizer.sublinear_tf, int(vectorizer.smooth_idf), vectorizer.norm))
+
+    def fold(self, fit_rows: NDArray[np.intp], score_rows: NDArray[np.intp]) -> tuple[sparse.csr_matrix, ...]:
+        fit_parts, score_parts = [], []
+        for counts, sublinear, smooth, norm in self.blocks:
+            fit = counts[fit_rows]
+            df = np.bincount(fit.indices, minlength=counts.shape[1])
+            keep = np.flatnonzero(df)
+            idf = sparse.diags(np.log((fit.shape[0] + smooth) / (df[keep] + smooth)) + 1.0)
+            for part, parts in ((fit, fit_parts), (counts[score_rows], score_parts)):
+                weighted = part[:, keep].astype(np.float64)
+                if sublinear:
+                    weighted.data = np.log(weighted.data) + 1.0
+                parts.append(normalize(sparse.csr_matrix(weighted @ idf), norm=norm))
+        return sparse.hstack(fit_parts).tocsr(), sparse.hstack(score_parts).tocsr()
 
 
 def out_of_writer(examples: Sequence[Example], choices: Sequence[str]) -> OutOfWriter | None:
@@ -169,15 +216,19 @@ def out_of_writer(examples: Sequence[Example], choices: Sequence[str]) -> OutOfW
         by_writer.setdefault(example.writer, []).append(i)
     if len(by_writer) < MIN_WRITERS_FOR_OUT_OF_WRITER:
         return None
+    labels = np.array([e.label for e in examples])
+    writers = np.array([e.writer for e in examples])
+    for writer in by_writer:
+        if len(set(labels[writers != writer])) < 2:
+            return None
+    counts = _SharedCounts([prepare(e.text) for e in examples])
     logits = np.zeros((len(examples), len(choices)))
     for writer, rows in by_writer.items():
-        rest = [e for e in examples if e.writer != writer]
-        if len({e.label for e in rest}) < 2:
-            return None
-        pipeline = _fit([e.text for e in rest], [e.label for e in rest])
-        logits[rows] = ordered_logits(pipeline, [examples[i].text for i in rows], choices)
+        fit_rows = np.flatnonzero(writers != writer)
+        fit_x, score_x = counts.fold(fit_rows, np.asarray(rows))
+        classifier = build_pipeline().named_steps["classifier"].fit(fit_x, labels[fit_rows])
+        logits[rows] = _choice_order(_scores(classifier, score_x), list(classifier.classes_), choices)
     targets = np.array([list(choices).index(e.label) for e in examples], dtype=np.intp)
-    writers = np.array([e.writer for e in examples])
     temperatures = {
         writer: fit_temperature(logits[writers != writer], targets[writers != writer]) for writer in by_writer
     }

@@ -299,3 +299,21 @@ def test_prepare_recognises_any_extension_and_folders_as_artifacts(text: str, pr
 )
 def test_prepare_leaves_words_that_only_look_like_paths_alone(text: str) -> None:
     assert "_file_" not in prepare(text) and "_folder_" not in prepare(text)
+
+
+def test_out_of_writer_scores_equal_fitting_the_pipeline_without_the_writer(colour_dir: Path) -> None:
+    import numpy as np
+
+    from flock.jev.model import _fit, ordered_logits, out_of_writer
+
+    write_jsonl(colour_dir / "writers" / "writer-b" / "colour.jsonl", tone_rows(WARM_B, COOL_B))
+    question = Jev(data_dir=colour_dir).question("colour")
+    examples = question.train_examples()
+    held = out_of_writer(examples, question.choices)
+    assert held is not None
+    for writer in question.writers():
+        rest = [e for e in examples if e.writer != writer]
+        rows = [i for i, e in enumerate(examples) if e.writer == writer]
+        pipeline = _fit([e.text for e in rest], [e.label for e in rest])
+        expected = ordered_logits(pipeline, [examples[i].text for i in rows], question.choices)
+        np.testing.assert_allclose(held.logits[rows], expected, rtol=1e-9, atol=1e-9)
