@@ -41,13 +41,15 @@ logger = logging.getLogger(__name__)
 
 # Bump when features, preprocessing or training change: it is part of every cache key and
 # of every answer's version, so old caches are retrained rather than silently reused.
-CODE_VERSION = "v2"  # v2: writers, out-of-writer temperature, SVM, framed text, char n-grams
+CODE_VERSION = "v3"  # v2-v3: writers, out-of-writer temperature, SVM, framed text, char n-grams
 IMPL = "sklearn"
 
 # Inverse regularisation of the linear SVM, chosen by leave-one-writer-out accuracy on
 # kind (flat from 0.6 to 2). The temperature turns its margins into probabilities.
 SVM_C = 1.0
-WORD_TOKENS = r"(?u)\b\w+\b|[?!:\"]"
+WORD_TOKENS = r"(?u)\b\w+\b"
+# With the question's "punctuation_tokens" (kind's), ? ! : and " are word tokens too.
+WORD_AND_PUNCTUATION_TOKENS = r"(?u)\b\w+\b|[?!:\"]"
 BOS, EOS = "_bos_", "_eos_"
 # Fraction held out to fit the temperature when a question ships no dev file, and the
 # fewest examples of each choice for which that slice is still worth taking.
@@ -101,17 +103,23 @@ def frame(prepared: str) -> str:
     return f"{BOS} {prepared} {EOS}"
 
 
-def build_pipeline() -> Pipeline:
+def build_pipeline(punctuation: bool = False) -> Pipeline:
     features = FeatureUnion(
         [
             # Single-letter tokens ("I", "a") are kept: "I'll take it" and "you'll take it"
-            # are different kinds, and only the pronoun tells them apart. So are ? ! : and ",
-            # each a token of its own: a question mark at the end ("? _eos_") is much of what
-            # makes an indirect request one, a colon or a quote what makes a deliver.
+            # are different kinds, and only the pronoun tells them apart. With
+            # ``punctuation`` ? ! : and " are tokens of their own: for kind a question mark
+            # at the end ("? _eos_") is much of what makes an indirect request one, a colon
+            # or a quote what makes a deliver. Todo-item questions leave them out: nearly
+            # every murder item is a question, so a "?" token read every politely asked
+            # request ("Could someone find the notes?") as a conspiracy.
             (
                 "words",
                 TfidfVectorizer(
-                    ngram_range=(1, 2), sublinear_tf=True, token_pattern=WORD_TOKENS, preprocessor=frame
+                    ngram_range=(1, 2),
+                    sublinear_tf=True,
+                    token_pattern=WORD_AND_PUNCTUATION_TOKENS if punctuation else WORD_TOKENS,
+                    preprocessor=frame,
                 ),
             ),
             # Characters across word boundaries ("char", not "char_wb"): "n't", "i'll", "@x?"
@@ -138,8 +146,8 @@ def pipeline_logits(pipeline: Pipeline, prepared: Sequence[str]) -> NDArray[np.f
     return _scores(pipeline, list(prepared))
 
 
-def _fit(texts: Sequence[str], labels: Sequence[str]) -> Pipeline:
-    pipeline = build_pipeline()
+def _fit(texts: Sequence[str], labels: Sequence[str], punctuation: bool = False) -> Pipeline:
+    pipeline = build_pipeline(punctuation)
     pipeline.fit([prepare(t) for t in texts], list(labels))
     return pipeline
 
@@ -186,9 +194,9 @@ class _SharedCounts:
     pipeline on the fold.
     """
 
-    def __init__(self, prepared: Sequence[str]) -> None:
+    def __init__(self, prepared: Sequence[str], punctuation: bool) -> None:
         self.blocks = []
-        for _, vectorizer in build_pipeline().named_steps["features"].transformer_list:
+        for _, vectorizer in build_pipeline(punctuation).named_steps["features"].transformer_list:
             counter = CountVectorizer(analyzer=vectorizer.build_analyzer())
             counts = counter.fit_transform(prepared).tocsr()
             self.blocks.append((counts, vectorizer.sublinear_tf, int(vectorizer.smooth_idf), vectorizer.norm))
@@ -208,7 +216,9 @@ class _SharedCounts:
         return sparse.hstack(fit_parts).tocsr(), sparse.hstack(score_parts).tocsr()
 
 
-def out_of_writer(examples: Sequence[Example], choices: Sequence[str]) -> OutOfWriter | None:
+def out_of_writer(
+    examples: Sequence[Example], choices: Sequence[str], punctuation: bool = False
+) -> OutOfWriter | None:
     """Leave-one-writer-out logits for every example, or None with fewer than two writers
     that each have lines of at least two choices."""
     by_writer: dict[str, list[int]] = {}
@@ -221,7 +231,7 @@ def out_of_writer(examples: Sequence[Example], choices: Sequence[str]) -> OutOfW
     for writer in by_writer:
         if len(set(labels[writers != writer])) < 2:
             return None
-    counts = _SharedCounts([prepare(e.text) for e in examples])
+    counts = _SharedCounts([prepare(e.text) for e in examples], punctuation)
     logits = np.zeros((len(examples), len(choices)))
     for writer, rows in by_writer.items():
         fit_rows = np.flatnonzero(writers != writer)
@@ -252,18 +262,19 @@ def train(question: Question, data_hash: str) -> TrainedModel:
     if strangers:
         raise JevDataError(f"{question.dev_path}: labels not in the training data: {sorted(strangers)}")
 
-    held_out = out_of_writer(examples, question.choices)
+    punctuation = question.punctuation_tokens
+    held_out = out_of_writer(examples, question.choices, punctuation)
     if held_out is not None:
         # Calibrate for text written by someone the model has not read: the temperature is
         # fitted on every line as scored by a model trained without its writer's lines. A
         # same-author dev split would make the model look (and be calibrated) surer than it
         # is on a stranger's words.
-        pipeline = _fit(texts, labels)
+        pipeline = _fit(texts, labels, punctuation)
         targets = np.array([question.choices.index(label) for label in labels], dtype=np.intp)
         temperature = fit_temperature(held_out.logits, targets)
         calibrated_on, n_calibration = "out-of-writer", len(examples)
     elif dev:
-        pipeline = _fit(texts, labels)
+        pipeline = _fit(texts, labels, punctuation)
         temperature = _temperature_on(pipeline, [e.text for e in dev], [e.label for e in dev])
         calibrated_on, n_calibration = "dev", len(dev)
     elif min(Counter(labels).values()) >= MIN_PER_CHOICE_FOR_HELD_OUT:
@@ -273,11 +284,11 @@ def train(question: Question, data_hash: str) -> TrainedModel:
         fit_texts, held_texts, fit_labels, held_labels = train_test_split(
             texts, labels, test_size=HELD_OUT_FRACTION, stratify=labels, random_state=0
         )
-        temperature = _temperature_on(_fit(fit_texts, fit_labels), held_texts, held_labels)
-        pipeline = _fit(texts, labels)
+        temperature = _temperature_on(_fit(fit_texts, fit_labels, punctuation), held_texts, held_labels)
+        pipeline = _fit(texts, labels, punctuation)
         calibrated_on, n_calibration = "held-out slice", len(held_texts)
     else:
-        pipeline = _fit(texts, labels)
+        pipeline = _fit(texts, labels, punctuation)
         temperature, calibrated_on, n_calibration = 1.0, "none", 0
 
     return TrainedModel(

@@ -9,8 +9,9 @@ Layout of a data directory (the built-in one is ``flock/jev/data/``):
     them and jev_eval reports on them.
 ``<name>.json`` (optional)
     Metadata: ``label_field`` (default: the question's name), ``high_threshold`` (default
-    0.8), ``choices`` (an ordering; default: sorted labels), ``description`` and ``rules``
-    (how the labels are given, a string or a list of lines, for the LLM second opinion).
+    0.8), ``choices`` (an ordering; default: sorted labels), ``description``, ``rules``
+    (how the labels are given, a string or a list of lines, for the LLM second opinion) and
+    ``punctuation_tokens`` (default false: whether ? ! : and " are word tokens, model.py).
 ``writers/<writer>/<name>.jsonl`` (optional)
     More training examples, each file written by one independent writer, in the same shape
     plus an optional ``"hard": true`` on lines the writer meant as boundary cases.
@@ -79,6 +80,8 @@ class Question:
     # How the labels are given, in words (``rules`` in the metadata): what the optional LLM
     # second opinion is told along with the choices.
     rules: str = ""
+    # ``punctuation_tokens`` in the metadata: ? ! : and " become word tokens (model.py).
+    punctuation_tokens: bool = False
 
     def files(self) -> tuple[Path, ...]:
         own = tuple(p for p in (self.train_path, self.dev_path, self.meta_path) if p is not None)
@@ -184,7 +187,15 @@ def load_question(train_path: Path) -> Question:
         meta_path=meta_path if meta_path.exists() else None,
         writer_paths=writer_paths,
         rules=_rules(meta, meta_path),
+        punctuation_tokens=_flag(meta, "punctuation_tokens", meta_path),
     )
+
+
+def _flag(meta: dict[str, object], key: str, meta_path: Path) -> bool:
+    value = meta.get(key, False)
+    if not isinstance(value, bool):
+        raise JevDataError(f"{meta_path}: {key} must be true or false")
+    return value
 
 
 def _rules(meta: dict[str, object], meta_path: Path) -> str:
