@@ -218,3 +218,5 @@ CROWS_ANTHROPIC_BASE_URL = env_str("CROWS_ANTHROPIC_BASE_URL", "")
 CROWS_ANTHROPIC_API_KEY = env_str("CROWS_ANTHROPIC_API_KEY", "")
 CROWS_BRAIN_TIMEOUT_S = env_float("CROWS_BRAIN_TIMEOUT_S", 30.0, minimum=0.1)
 CROWS_BRAIN_RETRIES = env_int("CROWS_BRAIN_RETRIES", 1, minimum=0, maximum=10)
+# Jev asks the real brain (never the mock) about tags it is unsure of (docs/JEV.md).
+CROWS_JEV_LLM = env_bool("CROWS_JEV_LLM", False)

@@ -92,6 +92,8 @@ def log_jev_tag(answer: Any, *, subject: str = "", text: str = "", outcome: dict
         subject=subject[:80],
         text=text[:4000],
         outcome=outcome or {},
+        source=str(getattr(answer, "source", "local") or "local"),
+        local_choice=str(getattr(answer, "local_choice", "") or answer.choice),
     )
 
 

@@ -49,8 +49,8 @@ class FlightAdmin(AppendOnlyAdmin):
 
 @admin.register(JevTag)
 class JevTagAdmin(AppendOnlyAdmin):
-    list_display = ("created_at", "question", "choice", "band", "subject")
-    list_filter = ("question", "band")
+    list_display = ("created_at", "question", "choice", "band", "source", "subject")
+    list_filter = ("question", "band", "source")
     search_fields = ("=subject", "choice")
     date_hierarchy = "created_at"
     ordering = ("-id",)

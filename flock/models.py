@@ -117,6 +117,11 @@ class JevTag(models.Model):
     text = models.TextField(blank=True)
     # The kind that was finally used and how (jev/header/disagreement/default), when it differs.
     outcome = models.JSONField(default=dict, blank=True)
+    # Who gave `choice`: "local" (the local model, whose `probs` these are) or "llm" (the
+    # optional LLM second opinion on an unsure tag; `probs` stay the local model's and
+    # `local_choice` its own pick). docs/JEV.md, "LLM second opinion".
+    source = models.CharField(max_length=16, default="local")
+    local_choice = models.CharField(max_length=40, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
 

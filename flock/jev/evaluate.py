@@ -94,14 +94,14 @@ def evaluate_file(
 
     # Load (or train) the model before anything is timed.
     jev.loaded(question)
-    answers = [jev.ask(question, example.text) for example in examples]
+    answers = [jev.ask(question, example.text, second_opinion=False) for example in examples]
 
     # Latency per tag: the wall time of one ask(), as a caller sees it.
     per_text_ns: list[list[int]] = [[] for _ in examples]
     for _ in range(latency_passes):
         for i, example in enumerate(examples):
             started = time.perf_counter_ns()
-            jev.ask(question, example.text)
+            jev.ask(question, example.text, second_opinion=False)
             per_text_ns[i].append(time.perf_counter_ns() - started)
     all_ns = [ns for samples in per_text_ns for ns in samples]
 
@@ -216,4 +216,217 @@ def format_report(report: EvalReport, *, show_mistakes: int = 0) -> str:
             lines.append(
                 f"  {mistake.expected} -> {mistake.answered} ({mistake.confidence:.2f}): {mistake.text}"
             )
+    return "\n".join(lines)
+
+
+# --- Leave one writer out ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WriterFigures:
+    """How a model trained without ``writer``'s lines does on them (or, for ``all``, pooled)."""
+
+    writer: str
+    n: int
+    accuracy: float
+    macro_f1: float
+    ece_raw: float  # temperature 1: the logistic regression's own probabilities
+    ece: float  # with the temperature fitted without this writer's lines
+    high_count: int
+    high_accuracy: float
+    hard_n: int
+    hard_accuracy: float
+    confusion: np.ndarray  # choices x choices
+    per_label: list[LabelStats]
+    mistakes: list[Mistake]
+
+
+@dataclass
+class WriterReport:
+    question: str
+    version: str
+    temperature: float  # the served model's, fitted on every writer's out-of-writer rows
+    high_threshold: float
+    columns: list[str]
+    writers: list[WriterFigures]
+    pooled: WriterFigures
+    # The old way, for comparison: a temperature fitted on the same-author dev split, and the
+    # pooled out-of-writer ECE it gives. None without a dev file.
+    dev_temperature: float | None = None
+    ece_dev_temperature: float | None = None
+
+
+def _figures(
+    writer: str,
+    choices: list[str],
+    labels: list[str],
+    probs_raw: np.ndarray,
+    probs: np.ndarray,
+    hard: np.ndarray,
+    texts: list[str],
+    high_threshold: float,
+) -> WriterFigures:
+    answered = [choices[i] for i in probs.argmax(axis=1)]
+    correct = np.array([a == e for a, e in zip(answered, labels, strict=True)])
+    confidence = probs.max(axis=1)
+    high = confidence >= high_threshold
+    present = sorted(set(labels) | set(answered), key=choices.index)
+    precision, recall, f1, support = precision_recall_fscore_support(
+        labels, answered, labels=choices, zero_division=0
+    )
+    return WriterFigures(
+        writer=writer,
+        n=len(labels),
+        accuracy=float(correct.mean()),
+        macro_f1=float(f1_score(labels, answered, labels=present, average="macro", zero_division=0)),
+        # A positive temperature never changes the argmax, so `correct` holds for both.
+        ece_raw=expected_calibration_error(probs_raw.max(axis=1), correct),
+        ece=expected_calibration_error(confidence, correct),
+        high_count=int(high.sum()),
+        high_accuracy=float(correct[high].mean()) if high.any() else 0.0,
+        hard_n=int(hard.sum()),
+        hard_accuracy=float(correct[hard].mean()) if hard.any() else 0.0,
+        confusion=confusion_matrix(labels, answered, labels=choices),
+        per_label=[
+            LabelStats(label, int(support[i]), float(precision[i]), float(recall[i]), float(f1[i]), 0.0)
+            for i, label in enumerate(choices)
+        ],
+        mistakes=[
+            Mistake(text, e, a, float(c))
+            for text, e, a, c, ok in zip(texts, labels, answered, confidence, correct, strict=True)
+            if not ok
+        ],
+    )
+
+
+def writer_report(question: str = "kind", *, jev: Jev | None = None) -> WriterReport | None:
+    """Leave-one-writer-out figures from the question's model, or None with one writer.
+
+    Training already scored every line with a model fitted without its writer's lines
+    (model.OutOfWriter); this turns those scores into figures. Each writer's probabilities
+    use the temperature fitted on the other writers' rows, so no writer's ECE is measured
+    with a temperature fitted on its own labels.
+    """
+    from flock.jev.calibration import softmax
+
+    jev = jev or default_jev()
+    loaded = jev.loaded(question)
+    held = loaded.model.out_of_writer
+    if held is None:
+        return None
+    choices = list(loaded.model.choices)
+    writers = np.array(held.writers)
+    labels = list(held.labels)
+    hard = np.array(held.hard, dtype=bool)
+    raw = softmax(held.logits, 1.0)
+    temperatures = np.array([[held.writer_temperatures[w]] for w in held.writers])
+    calibrated = softmax(held.logits / temperatures, 1.0)
+    threshold = loaded.question.high_threshold
+    figures = []
+    for writer in dict.fromkeys(held.writers):
+        rows = writers == writer
+        figures.append(
+            _figures(
+                writer,
+                choices,
+                [label for label, r in zip(labels, rows, strict=True) if r],
+                raw[rows],
+                calibrated[rows],
+                hard[rows],
+                [text for text, r in zip(held.texts, rows, strict=True) if r],
+                threshold,
+            )
+        )
+    pooled = _figures("all", choices, labels, raw, calibrated, hard, list(held.texts), threshold)
+    dev_temperature = ece_dev = None
+    dev = loaded.question.dev_examples()
+    if dev:
+        from flock.jev.calibration import fit_temperature
+        from flock.jev.model import ordered_logits
+
+        dev_logits = ordered_logits(loaded.model.pipeline, [e.text for e in dev], choices)
+        dev_targets = np.array([choices.index(e.label) for e in dev], dtype=np.intp)
+        dev_temperature = fit_temperature(dev_logits, dev_targets)
+        with_dev_t = softmax(held.logits, dev_temperature)
+        right = with_dev_t.argmax(axis=1) == np.array([choices.index(label) for label in labels])
+        ece_dev = expected_calibration_error(with_dev_t.max(axis=1), right)
+    return WriterReport(
+        question=question,
+        version=loaded.model.version,
+        temperature=loaded.model.temperature,
+        high_threshold=threshold,
+        columns=choices,
+        writers=figures,
+        pooled=pooled,
+        dev_temperature=dev_temperature,
+        ece_dev_temperature=ece_dev,
+    )
+
+
+def _confusion_lines(columns: list[str], confusion: np.ndarray, indent: str = "") -> list[str]:
+    width = max(len(label) for label in columns + ["label"]) + 2
+    cell = max(max(len(c) for c in columns), 5) + 1
+    lines = [indent + " " * width + "".join(f"{c:>{cell}}" for c in columns)]
+    for label, counts in zip(columns, confusion, strict=True):
+        lines.append(indent + f"{label:<{width}}" + "".join(f"{int(n):>{cell}}" for n in counts))
+    return lines
+
+
+def format_writer_report(report: WriterReport, *, show_mistakes: int = 0) -> str:
+    p = report.pooled
+    lines = [
+        "",
+        f"leave-one-writer-out: question {report.question!r}, {len(report.writers)} writers, {p.n} lines",
+        "(each writer's lines scored by a model trained on the other writers' lines only; its temperature",
+        " fitted on the other writers' out-of-writer scores; the served model's temperature is "
+        f"{report.temperature:.2f})",
+        f"lowo accuracy   {p.accuracy:.3f}",
+        f"lowo macro-F1   {p.macro_f1:.3f}",
+        f"lowo ECE        {p.ece:.3f}  (before calibration {p.ece_raw:.3f})",
+        (
+            f"lowo hard       {p.hard_accuracy:.3f}  ({p.hard_n} lines marked hard)"
+            if p.hard_n
+            else "lowo hard       -  (no line is marked hard)"
+        ),
+    ]
+    if report.ece_dev_temperature is not None:
+        lines.append(
+            f"lowo ECE with a same-author dev temperature ({report.dev_temperature:.2f}): "
+            f"{report.ece_dev_temperature:.3f}"
+        )
+    lines += [
+        "",
+        f"{'writer':<12}{'lines':>6}  accuracy  macro-F1  ECE raw    ECE  {'high band':>16}  hard lines",
+    ]
+    for f in [*report.writers, p]:
+        high = f"{f.high_count} ({f.high_accuracy:.3f})"
+        hard = f"{f.hard_accuracy:.3f} of {f.hard_n}" if f.hard_n else "-"
+        lines.append(
+            f"{f.writer:<12}{f.n:>6}  {f.accuracy:>8.3f}  {f.macro_f1:>8.3f}  {f.ece_raw:>7.3f}  {f.ece:>5.3f}  "
+            f"{high:>16}  {hard}"
+        )
+    width = max(len(label) for label in report.columns + ["label"]) + 2
+    lines += [
+        "",
+        "per kind, all writers held out in turn",
+        f"{'label':<{width}}support  precision  recall     f1",
+    ]
+    for stats in p.per_label:
+        lines.append(
+            f"{stats.label:<{width}}{stats.support:>7}  {stats.precision:>9.3f}  {stats.recall:>6.3f}  {stats.f1:>5.3f}"
+        )
+    lines += ["", "confusion, all writers held out in turn (rows: expected, columns: Jev's choice)"]
+    lines += _confusion_lines(report.columns, p.confusion)
+    for f in report.writers:
+        lines += ["", f"confusion, {f.writer} held out"]
+        lines += _confusion_lines(report.columns, f.confusion)
+    if show_mistakes:
+        for f in report.writers:
+            if f.mistakes:
+                lines += [
+                    "",
+                    f"{f.writer} held out: mistakes (first {min(show_mistakes, len(f.mistakes))} of {len(f.mistakes)})",
+                ]
+                for m in f.mistakes[:show_mistakes]:
+                    lines.append(f"  {m.expected} -> {m.answered} ({m.confidence:.2f}): {m.text}")
     return "\n".join(lines)

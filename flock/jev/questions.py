@@ -9,7 +9,15 @@ Layout of a data directory (the built-in one is ``flock/jev/data/``):
     them and jev_eval reports on them.
 ``<name>.json`` (optional)
     Metadata: ``label_field`` (default: the question's name), ``high_threshold`` (default
-    0.8), ``choices`` (an ordering; default: sorted labels) and ``description``.
+    0.8), ``choices`` (an ordering; default: sorted labels), ``description``, ``rules``
+    (how the labels are given, a string or a list of lines, for the LLM second opinion) and
+    ``punctuation_tokens`` (default false: whether ? ! : and " are word tokens, model.py).
+``writers/<writer>/<name>.jsonl`` (optional)
+    More training examples, each file written by one independent writer, in the same shape
+    plus an optional ``"hard": true`` on lines the writer meant as boundary cases.
+    ``<name>.jsonl`` itself counts as the writer ``original``. Knowing who wrote what lets
+    training calibrate on out-of-writer predictions and jev_eval hold each writer out
+    (docs/JEV.md, "Writers"). ``writers/manifest.json`` names the writers and their styles.
 
 Blank lines are skipped; every other line must be a JSON object of that shape.
 """
@@ -45,10 +53,16 @@ class UnknownQuestionError(JevError):
     status = 404
 
 
+ORIGINAL_WRITER = "original"
+WRITERS_DIR = "writers"
+
+
 @dataclass(frozen=True, slots=True)
 class Example:
     text: str
     label: str
+    writer: str = ORIGINAL_WRITER
+    hard: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,26 +75,43 @@ class Question:
     train_path: Path
     dev_path: Path | None
     meta_path: Path | None
+    # (writer, file) for every writer's file of this question, sorted by writer.
+    writer_paths: tuple[tuple[str, Path], ...] = ()
+    # How the labels are given, in words (``rules`` in the metadata): what the optional LLM
+    # second opinion is told along with the choices.
+    rules: str = ""
+    # ``punctuation_tokens`` in the metadata: ? ! : and " become word tokens (model.py).
+    punctuation_tokens: bool = False
 
     def files(self) -> tuple[Path, ...]:
-        return tuple(p for p in (self.train_path, self.dev_path, self.meta_path) if p is not None)
+        own = tuple(p for p in (self.train_path, self.dev_path, self.meta_path) if p is not None)
+        return own + tuple(path for _, path in self.writer_paths)
 
     def data_hash(self) -> str:
         """SHA-256 over the question's files: any edit to data or metadata changes it."""
         digest = hashlib.sha256(self.name.encode())
         for path in self.files():
-            digest.update(b"\0" + path.name.encode() + b"\0")
+            # The writer's folder is part of the name: moving a file between writers retrains.
+            name = path.name if path.parent.parent.name != WRITERS_DIR else f"{path.parent.name}/{path.name}"
+            digest.update(b"\0" + name.encode() + b"\0")
             digest.update(path.read_bytes())
         return digest.hexdigest()
 
+    def writers(self) -> tuple[str, ...]:
+        return (ORIGINAL_WRITER, *(writer for writer, _ in self.writer_paths))
+
     def train_examples(self) -> list[Example]:
-        return read_examples(self.train_path, self.label_field)
+        """Every writer's examples: the original ``<name>.jsonl`` first, then each writer's."""
+        examples = read_examples(self.train_path, self.label_field)
+        for writer, path in self.writer_paths:
+            examples += read_examples(path, self.label_field, writer=writer)
+        return examples
 
     def dev_examples(self) -> list[Example]:
         return read_examples(self.dev_path, self.label_field) if self.dev_path else []
 
 
-def read_examples(path: Path, label_field: str) -> list[Example]:
+def read_examples(path: Path, label_field: str, *, writer: str = ORIGINAL_WRITER) -> list[Example]:
     """Read ``{"text", label_field}`` lines, failing loudly with the file and line number."""
     examples: list[Example] = []
     with path.open(encoding="utf-8") as lines:
@@ -98,7 +129,10 @@ def read_examples(path: Path, label_field: str) -> list[Example]:
                 raise JevDataError(
                     f'{path}:{number}: needs a string "text" and a non-empty string "{label_field}"'
                 )
-            examples.append(Example(text, label))
+            hard = row.get("hard", False)
+            if not isinstance(hard, bool):
+                raise JevDataError(f'{path}:{number}: "hard" must be true or false')
+            examples.append(Example(text, label, writer, hard))
     return examples
 
 
@@ -126,7 +160,12 @@ def load_question(train_path: Path) -> Question:
     if not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
         raise JevDataError(f"{meta_path}: high_threshold must be a number in (0, 1]")
 
+    writer_paths = writer_files(folder, name)
     labels = {example.label for example in read_examples(train_path, label_field)}
+    for writer, path in writer_paths:
+        strangers = {e.label for e in read_examples(path, label_field, writer=writer)} - labels
+        if strangers:
+            raise JevDataError(f"{path}: labels not in {train_path.name}: {sorted(strangers)}")
     if len(labels) < 2:
         raise JevDataError(f"{train_path}: a question needs at least two choices, found {sorted(labels)}")
     ordering = meta.get("choices")
@@ -146,7 +185,42 @@ def load_question(train_path: Path) -> Question:
         train_path=train_path,
         dev_path=dev_path if dev_path.exists() else None,
         meta_path=meta_path if meta_path.exists() else None,
+        writer_paths=writer_paths,
+        rules=_rules(meta, meta_path),
+        punctuation_tokens=_flag(meta, "punctuation_tokens", meta_path),
     )
+
+
+def _flag(meta: dict[str, object], key: str, meta_path: Path) -> bool:
+    value = meta.get(key, False)
+    if not isinstance(value, bool):
+        raise JevDataError(f"{meta_path}: {key} must be true or false")
+    return value
+
+
+def _rules(meta: dict[str, object], meta_path: Path) -> str:
+    rules = meta.get("rules", "")
+    if isinstance(rules, list) and all(isinstance(line, str) for line in rules):
+        return "\n".join(rules)
+    if not isinstance(rules, str):
+        raise JevDataError(f"{meta_path}: rules must be a string or a list of strings")
+    return rules
+
+
+def writer_files(folder: Path, name: str) -> tuple[tuple[str, Path], ...]:
+    """(writer, path) of every ``writers/<writer>/<name>.jsonl`` under ``folder``, by writer."""
+    root = folder / WRITERS_DIR
+    if not root.is_dir():
+        return ()
+    found = []
+    for path in sorted(root.glob(f"*/{name}{TRAIN_SUFFIX}")):
+        writer = path.parent.name
+        if writer == ORIGINAL_WRITER:
+            raise JevDataError(
+                f"{path}: the writer name {ORIGINAL_WRITER!r} is taken by {name}{TRAIN_SUFFIX}"
+            )
+        found.append((writer, path))
+    return tuple(found)
 
 
 def discover(data_dir: Path) -> tuple[dict[str, Question], dict[str, JevDataError]]:

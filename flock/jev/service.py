@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,6 +36,10 @@ class JevAnswer:
     impl: str
     version: str
     latency_ms: float
+    # "local" when the answer is the local model's; "llm" when an unsure answer was settled
+    # by the optional LLM second opinion (llm.py), whose choice then replaces the local one.
+    source: str = "local"
+    local_choice: str = ""  # the local model's own choice, whatever the source
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +121,10 @@ class Jev:
                 self._loaded[name] = ready
         return ready
 
-    def ask(self, question: str, text: str) -> JevAnswer:
+    def ask(self, question: str, text: str, *, second_opinion: bool = True) -> JevAnswer:
+        """Answer ``question`` about ``text``. With ``second_opinion`` (the default) an unsure
+        answer may be settled by the optional LLM second opinion (llm.py); jev_eval passes
+        False to measure the local model alone."""
         started = time.perf_counter()
         if not isinstance(text, str):
             raise TypeError(f"Jev asks about text, got {type(text).__name__}")
@@ -125,7 +132,7 @@ class Jev:
         probs = ready.scorer.probabilities(prepare(text))
         top = int(np.argmax(probs))
         choices = ready.model.choices
-        return JevAnswer(
+        answer = JevAnswer(
             question=question,
             choice=choices[top],
             probs={choice: float(p) for choice, p in zip(choices, probs, strict=True)},
@@ -133,11 +140,23 @@ class Jev:
             impl=ready.model.impl,
             version=ready.model.version,
             latency_ms=(time.perf_counter() - started) * 1000.0,
+            local_choice=choices[top],
         )
+        if answer.band == BAND_UNSURE and second_opinion:
+            from flock.jev import llm
+
+            answer = llm.second_opinion(ready.question, text, answer)
+            if answer.source != "local":
+                answer = replace(answer, latency_ms=(time.perf_counter() - started) * 1000.0)
+        return answer
 
     def warm(self) -> dict[str, str]:
-        """Load (or train) every question now; returns question name -> model version."""
-        return {name: self.loaded(name).model.version for name in self.questions()}
+        """Load (or train) every question now; returns question name -> model version.
+
+        ``kind`` goes first: every posted message waits for it, and training from scratch
+        takes seconds (docs/JEV.md, "Training time")."""
+        names = sorted(self.questions(), key=lambda name: (name != "kind", name))
+        return {name: self.loaded(name).model.version for name in names}
 
 
 _default: Jev | None = None
@@ -154,7 +173,9 @@ def default_jev() -> Jev:
 
 
 def ask(question: str, text: str) -> JevAnswer:
-    """Answer ``question`` about ``text``; text past 4,000 characters is ignored."""
+    """Answer ``question`` about ``text``; text past 4,000 characters is ignored. With
+    ``CROWS_JEV_LLM`` on and a real brain configured, an unsure answer is put to the model
+    (llm.py); otherwise this is the local model alone."""
     return default_jev().ask(question, text)
 
 

@@ -2,7 +2,8 @@
 
 Every question sees text through ``prepare``, at fit time and at ask time, so the two can
 never drift apart. It folds the surface details that say nothing about a message's kind
-into placeholder tokens (``_crow_``, ``_id_``, ``_file_``, ``_url_``): crow names behind an
+into placeholder tokens (``_crow_``, ``_id_``, ``_file_``, ``_folder_``,
+``_url_``): crow names behind an
 @, protocol ids, file names and links. A model trained on messages to @Hugin about
 ``todo-3`` then generalises to a crow hatched tomorrow and to ``nest-812``, and "the
 results are in <some file>" is learned once rather than once per file name. The
@@ -24,11 +25,28 @@ MAX_TEXT_CHARS = 4000
 _PROTOCOL_VERBS = "WO|ACK|CLAIM|RESULT|DECLINE|NO-ACTION|REFER|NUDGE|JOB|FROM"
 _HEADER_RE = re.compile(rf"\[\s*({_PROTOCOL_VERBS})\b[:\s]*([^\]]*)\]", re.IGNORECASE)
 _URL_RE = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
-_FILE_EXTENSIONS = (
-    "md|txt|csv|tsv|json|jsonl|ya?ml|xlsx?|docx?|pptx?|pdf|png|jpe?g|gif|svg|py|js|ts|go|sql"
-    "|html?|diff|patch|log|zip|ipynb|key|numbers|pages"
+# A file is any name with an extension: a stem, a dot and 1-8 letters or digits with at
+# least one letter ("notes.md", "q3-forecast.xlsx", "deck.key", "run.parquet", "x.tar.gz"),
+# optionally behind a folder path. Abbreviations are not files: the stem needs two
+# characters and may not be a known short word ("e.g.", "i.e.", "vs.", "etc."), and a
+# number ("3.5x", "v2.1") is not a name. The extension is all lower or all upper case,
+# so a missing space ("done it.Then") is not a file.
+_FILE_RE = re.compile(
+    r"(?<![\w@/~.-])(?:(?:~|\.{1,2})?/)?(?:[\w~.-]+/)*"
+    r"(?!(?i:e\.g|i\.e|vs|etc|approx|incl|fig|no|mr|mrs|dr|st)\.)"
+    r"(?!\d+\.\d)[\w~-][\w~.-]*\."
+    r"(?:(?=[a-z0-9]{0,7}[a-z])[a-z0-9]{1,8}(?:\.[a-z0-9]{1,4})?|(?=[A-Z0-9]{0,7}[A-Z])[A-Z0-9]{1,8})(?![\w/-])",
 )
-_FILE_RE = re.compile(rf"(?<![\w@])(?:[\w~.-]+/)*[\w~-][\w~.-]*\.(?:{_FILE_EXTENSIONS})\b", re.IGNORECASE)
+# A folder: a path with a slash that is clearly not "and/or" or "24/7": one starting at
+# /, ~/ or ./ ("/srv/exports", "~/notes"), one of two or more segments ("shared/reports/q3"),
+# or a name of two or more letters ending in a slash ("drafts/", "research/2026/").
+_FOLDER_RE = re.compile(
+    r"(?<![\w@/~.:-])(?:"
+    r"(?:~|\.{1,2})?/[\w~.-]+(?:/[\w~.-]*)*"
+    r"|[A-Za-z_][\w~.-]*(?:/[\w~.-]+){2,}/?"
+    r"|[A-Za-z_][\w~.-]+/(?:[\w~.-]+/)*"
+    r")(?![\w/])",
+)
 _MENTION_RE = re.compile(r"(?<![\w@])@[A-Za-z][\w-]*")
 # Protocol ids: todo-3, nest-4-17, list-2, and the 8-hex ids of work orders.
 _ID_RE = re.compile(
@@ -52,6 +70,7 @@ def prepare(text: str) -> str:
     text = _HEADER_RE.sub(_header_token, text)
     text = _URL_RE.sub(" _url_ ", text)
     text = _FILE_RE.sub(" _file_ ", text)
+    text = _FOLDER_RE.sub(" _folder_ ", text)
     text = _MENTION_RE.sub(" _crow_ ", text)
     text = _ID_RE.sub(" _id_ ", text)
     return _SPACE_RE.sub(" ", text).strip().lower()

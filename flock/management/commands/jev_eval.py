@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-from argparse import ArgumentParser
+from argparse import ArgumentParser, BooleanOptionalAction
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
 from flock.jev import JevError
-from flock.jev.evaluate import LATENCY_PASSES, evaluate_file, format_report
+from flock.jev.evaluate import (
+    LATENCY_PASSES,
+    evaluate_file,
+    format_report,
+    format_writer_report,
+    writer_report,
+)
 
 
 class Command(BaseCommand):
     help = (
         'Score a Jev question on a JSONL file of {"text", "<label field>"} lines: accuracy, '
-        "macro-F1, calibration error, confusion matrix and per-tag latency."
+        "macro-F1, calibration error, confusion matrix and per-tag latency, then the leave-one-writer-out "
+        "figures of the question's own corpus (docs/JEV.md)."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
@@ -23,6 +30,13 @@ class Command(BaseCommand):
         parser.add_argument("--mistakes", type=int, default=0, metavar="N", help="list the first N mistakes")
         parser.add_argument(
             "--passes", type=int, default=LATENCY_PASSES, metavar="N", help="timed passes over the file"
+        )
+        parser.add_argument(
+            "--lowo",
+            action=BooleanOptionalAction,
+            default=True,
+            help="append the leave-one-writer-out figures of the question's corpus (default: on; "
+            "they come with the trained model, so they cost nothing extra)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -34,3 +48,9 @@ class Command(BaseCommand):
             # Bad input is the user's to fix: a one-line message and exit status 1, no traceback.
             raise CommandError(exc.message) from None
         self.stdout.write(format_report(report, show_mistakes=options["mistakes"]))
+        if options["lowo"]:
+            writers = writer_report(options["question"])
+            if writers is None:
+                self.stdout.write(f"\nleave-one-writer-out: {options['question']!r} has one writer only")
+            else:
+                self.stdout.write(format_writer_report(writers, show_mistakes=options["mistakes"]))
