@@ -163,6 +163,8 @@ CROWS_BANTER_WAIT_S = env_float("CROWS_BANTER_WAIT_S", 20.0, minimum=0)
 # `timeout` (the crow stays quarantined); one crow reply over this many tokens is a breach.
 CROWS_DECISION_TIMEOUT_S = env_float("CROWS_DECISION_TIMEOUT_S", 86400.0, minimum=0.1, maximum=365 * 86400)
 CROWS_REPLY_TOKEN_CAP = env_int("CROWS_REPLY_TOKEN_CAP", 4000, minimum=1, maximum=10_000_000)
+# Days of history to keep; 0 (the default) keeps everything. Set, it prunes daily.
+CROWS_RETENTION_DAYS = env_int("CROWS_RETENTION_DAYS", 0, minimum=0, maximum=36500)
 
 # Background work: the server runs its own worker unless scaled out to db_worker processes.
 CROWS_EMBEDDED_WORKER = env_bool("CROWS_EMBEDDED_WORKER", True)

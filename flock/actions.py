@@ -12,7 +12,7 @@ from flock.errors import BadInput, Conflict, NotFound
 from flock.events import emit, register_event_names
 from flock.models import Crow, Flight, JevTag
 
-register_event_names("crow.hatched", "crow.retired")
+register_event_names("crow.hatched", "crow.retired", "crow.updated")
 
 
 def seed_flock() -> int:
@@ -189,3 +189,77 @@ def retire_crow(name: str, *, retired_by: str, reason: str = "") -> Crow:
         crow.save(update_fields=["status"])
         emit("crow.retired", {"crow": crow.name, "retired_by": retired_by, "reason": reason[:300]})
     return crow
+
+
+# --- The owner edits a crow (the admin; PATCH /api/crows/{name} later) -----------------
+
+# What the owner may change on a crow, with each field's limit. Status and role are not
+# here: they move only through retire_crow and the quarantine actions, which emit their
+# own events.
+EDITABLE_TEXT = {"epithet": 120, "strength": STRENGTH_MAX, "backstory": 4000, "persona": 4000, "voice": 1000}
+EDITABLE_FIELDS = (*EDITABLE_TEXT, "model", "task_types")
+
+
+def clean_crow_field(field: str, value: Any) -> Any:
+    from flock.personas import TASK_TYPES
+
+    if field == "model":
+        if not isinstance(value, str):
+            raise BadInput("model must be a string")
+        value = value.strip()
+        if value and not MODEL_SPEC_RE.fullmatch(value):
+            raise BadInput(f"model must be blank, mock, openai:<model> or anthropic:<model>, got {value[:60]!r}")
+        return value
+    if field == "task_types":
+        if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+            raise BadInput("task_types must be a list of task type names")
+        unknown = [t for t in value if t not in TASK_TYPES]
+        if unknown:
+            raise BadInput(f"unknown task types {', '.join(unknown)}; known: {', '.join(TASK_TYPES)}")
+        return list(dict.fromkeys(value))
+    if not isinstance(value, str):
+        raise BadInput(f"{field} must be a string")
+    value = value.strip()
+    limit = EDITABLE_TEXT[field]
+    if not 1 <= len(value) <= limit:
+        raise BadInput(f"{field} must be 1–{limit} characters after trimming, got {len(value)}")
+    return value
+
+
+def update_crow(crow: Crow | str, *, by: str, **fields: Any) -> Crow:
+    """Change a crow's persona, voice, model and the rest of EDITABLE_FIELDS.
+
+    Emits `crow.updated` with the crow's name, who changed it (`by`), and for each field
+    that really changed its new value (`changes`) and its old one (`previous`); `model` in
+    the payload is the brain it now flies with (docs/PERSONAS.md "Editing a crow"). A call
+    that changes nothing emits nothing. Retired crows keep their record as it was."""
+    if not fields:
+        raise BadInput(f"nothing to change; editable fields are {', '.join(EDITABLE_FIELDS)}")
+    unknown = sorted(set(fields) - set(EDITABLE_FIELDS))
+    if unknown:
+        raise BadInput(f"cannot change {', '.join(unknown)}; editable fields are {', '.join(EDITABLE_FIELDS)}")
+    cleaned = {field: clean_crow_field(field, value) for field, value in fields.items()}
+    name = crow.name if isinstance(crow, Crow) else (crow or "").strip().lstrip("@")
+    with transaction.atomic():
+        row = Crow.objects.select_for_update().filter(name__iexact=name).first()
+        if row is None:
+            raise NotFound(f"no crow named {name!r}")
+        if row.status == Crow.Status.RETIRED:
+            raise Conflict(f"{row.name} is retired; its record stays as it was")
+        previous = {f: getattr(row, f) for f, v in cleaned.items() if getattr(row, f) != v}
+        if not previous:
+            return row
+        for field in previous:
+            setattr(row, field, cleaned[field])
+        row.save(update_fields=list(previous))
+        emit(
+            "crow.updated",
+            {
+                "crow": row.name,
+                "by": by,
+                "changes": {f: cleaned[f] for f in previous},
+                "previous": previous,
+                "model": row.brain_spec,
+            },
+        )
+    return row

@@ -118,3 +118,16 @@ class JevTag(models.Model):
     # The kind that was finally used and how (jev/header/disagreement/default), when it differs.
     outcome = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+
+class PrunedStream(models.Model):
+    """How far retention has pruned one stream ("*", "list:<id>", "nest:<id>"): the newest
+    event id it deleted there. A client whose cursor is below it missed events that are
+    gone, so the stream tells it with `stream.reset` (docs/STREAM.md "Retention")."""
+
+    key = models.CharField(max_length=80, unique=True)
+    through_id = models.BigIntegerField()
+    pruned_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.key} pruned through {self.through_id}"

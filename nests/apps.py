@@ -23,3 +23,8 @@ class NestsConfig(AppConfig):
         # The list pipeline registers its hooks (verdicts, strikes, start-up recovery).
         import nests.actions.lists  # noqa: F401
         register_stream_key("nest_id", queries.nest_exists)
+        # CROWS_RETENTION_DAYS: keep one daily prune queued (docs/OPERATING.md).
+        from flock import worker
+        from nests.actions.retention import schedule_retention
+
+        worker.on_start(schedule_retention)

@@ -25,6 +25,7 @@ from django.db.models.functions import Cast
 
 from flock.models import Event
 from flock.stream.hub import Subscriber, hub
+from flock.stream.retention import stale_cursor_frame
 
 log = logging.getLogger("crows.stream")
 
@@ -179,6 +180,10 @@ class EventStreamConsumer(AsyncHttpConsumer):
                     return
 
         try:
+            # A cursor older than what retention kept: say so before the kept backlog.
+            reset = await sync_to_async(stale_cursor_frame, thread_sensitive=False)(column, key, cursor)
+            if reset:
+                await self.send_body(reset, more_body=True)
             await catch_up()
             heartbeat = settings.CROWS_HEARTBEAT_S
             while True:

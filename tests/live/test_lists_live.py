@@ -66,7 +66,7 @@ def flock_server(sqlite_template, jev_cache, tmp_path) -> Iterator[Callable[...,
         server = LiveServer(data_dir, env={"CROWS_JEV_CACHE_DIR": str(jev_cache), **(env or {})})
         servers.append(server)
         # One management process for both steps: each start-up costs seconds.
-        seed = "from django.core.management import call_command; call_command('trust_seed')\n" if trusted else ""
+        seed = "from django.core.management import call_command; call_command('trust_seed', '--all')\n" if trusted else ""
         if seed or setup:
             result = server.manage("shell", "-c", seed + setup)
             assert result.returncode == 0, result.stderr
@@ -498,7 +498,7 @@ def test_on_postgresql_lists_and_racing_verdicts_never_deadlock(jev_cache, tmp_p
         migrate(base_env(CROWS_DATA_DIR=str(tmp_path), **env))
         server = LiveServer(tmp_path, env=env)
         # Trusted for every task type but writing, so the notes wait for the owner.
-        seeded = server.manage("trust_seed", "--task-types", "research,code,planning,data,chat")
+        seeded = server.manage("trust_seed", "--all", "--task-types", "research,code,planning,data,chat")
         assert seeded.returncode == 0, seeded.stderr
         server.start()
         firehose = SSEClient(f"{server.url}/api/events")

@@ -90,7 +90,7 @@ def test_seeding_follows_the_ladder_and_announces_each_promotion(capture_events)
 
 
 def test_the_seed_command_makes_everyone_trusted_for_every_task_type():
-    call_command("trust_seed")
+    call_command("trust_seed", "--all")
     ledger = trust_ledger(["Hugin"])
     assert ledger["holders"]["flock"]["chat"]["level"] == 2
     assert ledger["holders"]["Elder"]["writing"]["level"] == 2

@@ -9,6 +9,7 @@ from trust.actions.decisions import (
     reschedule_decision_timeouts,
 )
 from trust.actions.ledger import record_trust_outcome, seed_trust
+from trust.actions.owner import lift_cooldown, reset_trust
 from trust.actions.quarantine import quarantine_crow, record_breach, reinstate_crow, retire_crow
 from trust.actions.strikes import admit_post, on_strike, poster_key
 from trust.actions.verdicts import (
@@ -32,6 +33,7 @@ __all__ = [
     "reschedule_decision_timeouts",
     "retire_crow",
     "admit_post",
+    "lift_cooldown",
     "on_strike",
     "on_verdict",
     "open_approval",
@@ -40,6 +42,7 @@ __all__ = [
     "record_owner_verdict",
     "record_trust_outcome",
     "reschedule_timeouts",
+    "reset_trust",
     "seed_trust",
     "time_out_approval",
 ]

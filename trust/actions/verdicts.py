@@ -42,13 +42,11 @@ def on_verdict(hook: Callable[[Verdict], None]) -> Callable[[Verdict], None]:
     return hook
 
 
-def _emit_verdict(verdict: Verdict) -> None:
-    emit(
-        "verdict",
-        {"item_id": verdict.item_id, "target": verdict.target, "verdict": verdict.verdict},
-        list_id=verdict.list_id,
-        nest_id=verdict.nest_id,
-    )
+def _emit_verdict(verdict: Verdict, *, by: str = "") -> None:
+    payload = {"item_id": verdict.item_id, "target": verdict.target, "verdict": verdict.verdict}
+    if by:
+        payload["by"] = by  # who answered, when it was not the API (docs/OPERATING.md)
+    emit("verdict", payload, list_id=verdict.list_id, nest_id=verdict.nest_id)
 
 
 def open_approval(
@@ -106,7 +104,7 @@ def _check_body(item_id: Any, target: Any, approve: Any) -> tuple[str, str, bool
     return item_id.strip(), target, approve
 
 
-def _decide(approval: Approval, value: str) -> Verdict | None:
+def _decide(approval: Approval, value: str, *, by: str = "") -> Verdict | None:
     """Record `value` for a locked approval; None when it was already decided."""
     if Verdict.objects.filter(item_id=approval.item_id, target=approval.target).exists():
         return None
@@ -123,11 +121,11 @@ def _decide(approval: Approval, value: str) -> Verdict | None:
             )
     except IntegrityError:
         return None
-    _emit_verdict(verdict)
+    _emit_verdict(verdict, by=by)
     return verdict
 
 
-def record_owner_verdict(item_id: Any, *, target: Any, approve: Any) -> Verdict:
+def record_owner_verdict(item_id: Any, *, target: Any, approve: Any, by: str = "") -> Verdict:
     """The owner's answer to a waiting approval; moves the holders' trust.
 
     Raises BadInput for a bad body and NotFound when nothing waits for this target
@@ -136,7 +134,8 @@ def record_owner_verdict(item_id: Any, *, target: Any, approve: Any) -> Verdict:
     with transaction.atomic():
         lock_event_log()
         approval = Approval.objects.select_for_update().filter(item_id=item_id, target=target).first()
-        verdict = _decide(approval, Verdict.Value.APPROVED if approve else Verdict.Value.REJECTED) if approval else None
+        value = Verdict.Value.APPROVED if approve else Verdict.Value.REJECTED
+        verdict = _decide(approval, value, by=by) if approval else None
         if verdict is None:
             raise NotFound(f"nothing is waiting for a {target} verdict on {item_id!r}")
         for holder in approval.holders:

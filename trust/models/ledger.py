@@ -34,10 +34,12 @@ class TrustEntry(models.Model):
     class Outcome(models.TextChoices):
         APPROVED = "approved"
         REJECTED = "rejected"
+        RESET = "reset"  # the owner put the holder back to stranger
 
     class Source(models.TextChoices):
         VERDICT = "verdict"  # the owner answered an approval
         SEED = "seed"  # recorded by `manage.py trust_seed` (a setup step, not a verdict)
+        RESET = "reset"  # the owner's Reset-to-stranger in the admin
 
     holder = models.CharField(max_length=40)
     task_type = models.CharField(max_length=16)

@@ -1,0 +1,90 @@
+"""What every crows management command shares: one-line errors, tables and progress bars.
+
+A bad argument ends the command with a non-zero exit and one line saying what is wrong
+(never a usage dump or a traceback); from `call_command` it raises CommandError. Tables
+and progress bars are drawn with rich; a progress bar only shows on a terminal, so piped
+or captured output stays plain.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+WIDE = 160
+
+
+class CrowsCommand(BaseCommand):
+    """BaseCommand with a one-line argument error and rich output helpers."""
+
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+
+        def error(message: str) -> None:
+            if not parser.called_from_command_line:
+                raise CommandError(f"Error: {message}")
+            sys.stderr.write(f"{subcommand}: {message} (see --help)\n")
+            sys.exit(2)
+
+        parser.error = error  # type: ignore[method-assign]
+        return parser
+
+    def console(self, *, err: bool = False) -> Console:
+        stream = (self.stderr if err else self.stdout)._out
+        terminal = hasattr(stream, "isatty") and stream.isatty()
+        return Console(file=stream, width=None if terminal else WIDE, force_terminal=None, soft_wrap=False)
+
+    def table(self, title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        table = Table(show_lines=False)
+        for column in columns:
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(*("" if cell is None else str(cell) for cell in row))
+        if title:
+            self.stdout.write(title)
+        self.console().print(table)
+
+    @contextmanager
+    def progress(self, description: str, total: int | None = None) -> Iterator[Any]:
+        """A progress bar on stderr while work runs; `advance(n)` / `update(completed=n)`."""
+        console = self.console(err=True)
+        bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+            disable=not console.is_terminal,
+        )
+        with bar:
+            task = bar.add_task(description, total=total)
+
+            class Handle:
+                def advance(self, n: int = 1) -> None:
+                    bar.advance(task, n)
+
+                def update(self, **kw: Any) -> None:
+                    bar.update(task, **kw)
+
+            yield Handle()
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number >= 0, with a plain message otherwise."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
+    return value

@@ -1,0 +1,85 @@
+"""Retention on the stream's side: remembering how far each stream was pruned, and telling
+a client whose cursor points into the pruned past (docs/STREAM.md "Retention").
+
+Pruning deletes old event rows (nests/retention.py decides which), so a client that
+reconnects with an old `Last-Event-ID` would otherwise get a replay with a silent hole.
+Each prune records, per stream key, the newest id it deleted; a stream opened with a
+cursor below that mark first gets one `stream.reset` frame, then the kept events after
+its cursor, then live events. The frame is sent to that client only and is not stored:
+it says something about the connection, not about the flock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from django.db import close_old_connections, transaction
+from django.db.models import Max, QuerySet
+from django.utils import timezone
+
+from flock.events import register_event_names, rfc3339
+from flock.models import Event, PrunedStream
+
+STREAM_RESET = "stream.reset"
+register_event_names(STREAM_RESET)
+
+
+def stream_key(column: str, key: str) -> str:
+    """The hub's key for a stream: "*" for the firehose, "list:<id>" or "nest:<id>"."""
+    return "*" if not column else f"{column.split('_')[0]}:{key}"
+
+
+def reset_payload(column: str, key: str, *, cursor: int, through_id: int) -> dict[str, object]:
+    payload: dict[str, object] = {}
+    if column:
+        payload["list_id" if column == "list_key" else "nest_id"] = key
+    payload.update({"reason": "retention", "cursor": cursor, "pruned_through": through_id})
+    payload["ts"] = rfc3339(timezone.now())
+    return payload
+
+
+def stale_cursor_frame(column: str, key: str, cursor: int) -> bytes | None:
+    """The `stream.reset` frame for a client at `cursor`, or None when nothing it has not
+    seen was pruned. The frame has no `id:`, so the client's cursor stays where it was."""
+    try:
+        through = (
+            PrunedStream.objects.filter(key=stream_key(column, key)).values_list("through_id", flat=True).first()
+        )
+    finally:
+        close_old_connections()
+    if through is None or cursor >= through:
+        return None
+    data = json.dumps(reset_payload(column, key, cursor=cursor, through_id=through), separators=(",", ":"))
+    return f"event: {STREAM_RESET}\ndata: {data}\n\n".encode()
+
+
+def prune_marks(doomed: QuerySet[Event]) -> dict[str, int]:
+    """For events about to be deleted: the newest doomed id per stream key they belong to."""
+    marks: dict[str, int] = {}
+    newest = doomed.aggregate(m=Max("id"))["m"]
+    if newest is None:
+        return marks
+    marks["*"] = newest
+    for column, prefix in (("list_key", "list"), ("nest_key", "nest")):
+        rows = doomed.exclude(**{column: ""}).values(column).annotate(m=Max("id")).values_list(column, "m")
+        for key, through in rows:
+            marks[f"{prefix}:{key}"] = through
+    return marks
+
+
+def record_prune_marks(marks: Iterable[tuple[str, int]]) -> None:
+    """Raise each stream's mark to at least the given id (marks never move back).
+
+    Call it in the transaction that deletes the events, so a stream never sees the rows
+    gone without the mark that explains it."""
+    now = timezone.now()
+    with transaction.atomic():
+        for key, through in marks:
+            mark, created = PrunedStream.objects.select_for_update().get_or_create(
+                key=key, defaults={"through_id": through, "pruned_at": now}
+            )
+            if not created and through > mark.through_id:
+                mark.through_id = through
+                mark.pruned_at = now
+                mark.save(update_fields=["through_id", "pruned_at"])

@@ -1,0 +1,25 @@
+"""`manage.py replay_nest NEST_ID [--format text|md]`: a nest's conversation as a transcript."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import CommandError
+
+from flock.management.cli import CrowsCommand, positive_int
+from nests.transcripts import nest_transcript
+
+
+class Command(CrowsCommand):
+    help = "Print a nest's messages, in order, as a readable transcript."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("nest_id", metavar="NEST_ID")
+        parser.add_argument("--format", choices=("text", "md"), default="text", help="text (default) or md (Markdown)")
+        parser.add_argument("--last", type=positive_int, default=0, metavar="N", help="only the last N messages (default: all)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        lines = nest_transcript(options["nest_id"].strip(), markdown=options["format"] == "md", last=options["last"])
+        if lines is None:
+            raise CommandError(f"no nest {options['nest_id']!r}; `GET /api/nests` lists them")
+        self.stdout.write("\n".join(lines))

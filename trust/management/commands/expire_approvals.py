@@ -1,0 +1,56 @@
+"""`manage.py expire_approvals`: sweep what is past its deadline now, instead of waiting
+for the scheduled timeouts (after a long stop, or when the worker runs elsewhere).
+
+Each sweeper is a function returning the ids it closed; owner decisions join the list
+with one more entry in SWEEPERS."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.utils import timezone
+
+from flock.management.cli import CrowsCommand
+from trust.actions import time_out_approval
+from trust.models import Approval
+
+
+def overdue_approvals() -> list[tuple[str, str]]:
+    return list(
+        Approval.objects.filter(verdict__isnull=True, deadline__lte=timezone.now())
+        .order_by("deadline", "id")
+        .values_list("item_id", "target")
+    )
+
+
+def expire_overdue_approvals(*, dry_run: bool = False, progress: Any = None) -> list[str]:
+    """Time out every approval past its deadline (verdict `timeout`, the fail-safe)."""
+    closed = []
+    for item_id, target in overdue_approvals():
+        if dry_run or time_out_approval(item_id, target=target) is not None:
+            closed.append(f"{item_id} ({target})")
+        if progress:
+            progress.advance()
+    return closed
+
+
+# (what it sweeps, how many are due, the sweep). Decisions: add one entry here.
+SWEEPERS: list[tuple[str, Callable[[], int], Callable[..., list[str]]]] = [
+    ("approvals", lambda: len(overdue_approvals()), expire_overdue_approvals),
+]
+
+
+class Command(CrowsCommand):
+    help = "Close every approval (and owner decision) past its deadline now, with the fail-safe outcome."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--dry-run", action="store_true", help="list what is overdue; close nothing")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        dry = options["dry_run"]
+        for what, due, sweep in SWEEPERS:
+            with self.progress(f"expiring {what}", total=due()) as bar:
+                closed = sweep(dry_run=dry, progress=bar)
+            verb = "would time out" if dry else "timed out"
+            self.stdout.write(f"{what}: {verb} {len(closed)}" + (f": {', '.join(closed)}" if closed else ""))
