@@ -8,6 +8,7 @@ from django.db.models import Count, Q
 
 from flock.events import rfc3339
 from nests.models import Item, TodoList
+from trust.models import Verdict
 
 
 def open_lists() -> list[dict[str, Any]]:
@@ -32,10 +33,35 @@ def open_lists() -> list[dict[str, Any]]:
     ]
 
 
+def item_verdicts(item_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Every verdict of these items, all attempts, in the order they were given."""
+    out: dict[str, list[dict[str, Any]]] = {i: [] for i in item_ids}
+    for v in Verdict.objects.filter(item_id__in=item_ids).order_by("attempt", "id"):
+        out[v.item_id].append({
+            "target": v.target,
+            "verdict": v.verdict,
+            "attempt": v.attempt,
+            "reason": v.reason,
+            "edited_text": v.edited_text,
+            "overruled": v.overruled_at is not None,
+            "decided_at": rfc3339(v.decided_at),
+        })
+    return out
+
+
+def _current_output(verdicts: list[dict[str, Any]], attempt: int) -> dict[str, Any]:
+    for v in verdicts:
+        if v["target"] == "output" and v["attempt"] == attempt:
+            return v
+    return {}
+
+
 def list_state(list_id: str) -> dict[str, Any] | None:
     todo = TodoList.objects.filter(list_id=list_id).first()
     if todo is None:
         return None
+    items = list(todo.items.order_by("n"))
+    verdicts = item_verdicts([i.item_id for i in items])
     return {
         "list_id": todo.list_id,
         "requester": todo.requester,
@@ -58,7 +84,12 @@ def list_state(list_id: str) -> dict[str, Any] | None:
                 "crows": i.crows,
                 "skip_reason": i.skip_reason,
                 "tokens_used": i.tokens_used,
+                "attempt": i.attempt,
+                "owner_note": i.owner_note,
+                "edited_text": _current_output(verdicts[i.item_id], i.attempt).get("edited_text", ""),
+                "overruled": bool(_current_output(verdicts[i.item_id], i.attempt).get("overruled")),
+                "verdicts": verdicts[i.item_id],
             }
-            for i in todo.items.order_by("n")
+            for i in items
         ],
     }

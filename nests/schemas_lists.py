@@ -16,6 +16,16 @@ class ListCreatedOut(Schema):
     list_id: str
 
 
+class ItemVerdictOut(Schema):
+    target: str
+    verdict: str
+    attempt: int
+    reason: str
+    edited_text: str
+    overruled: bool
+    decided_at: str
+
+
 class ListItemOut(Schema):
     item_id: str
     text: str
@@ -28,6 +38,12 @@ class ListItemOut(Schema):
     crows: list[str]
     skip_reason: str
     tokens_used: int
+    # Extensions (docs/REVIEW.md).
+    attempt: int
+    owner_note: str
+    edited_text: str
+    overruled: bool
+    verdicts: list[ItemVerdictOut]
 
 
 class ListOut(Schema):
@@ -40,3 +56,14 @@ class ListOut(Schema):
     started_at: str
     finished_at: str | None
     items: list[ListItemOut]
+
+
+class RetryIn(Schema):
+    # Loose on purpose: retry_item names the exact problem in a 400.
+    note: Any = None
+
+
+class RetryOut(Schema):
+    item_id: str
+    list_id: str
+    attempt: int

@@ -11,6 +11,11 @@ class VerdictIn(Schema):
     item_id: Any = None
     target: Any = None
     approve: Any = None
+    # Extensions (docs/REVIEW.md): the owner's reason, a corrected answer to approve, and
+    # the owner rejecting an auto-approved answer after the fact.
+    reason: Any = None
+    edited_text: Any = None
+    overrule: Any = None
 
 
 class DecisionAnswerIn(Schema):

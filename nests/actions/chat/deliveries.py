@@ -32,7 +32,9 @@ def review_delivery(message: NestMessage, *, request: ChatRequest, crow: Crow) -
     task_type = request.task_type if request.task_type in TASK_TYPES else "chat"
     nest_id = message.nest.nest_id
     if queries.trust_level(crow.name, task_type) >= queries.TRUSTED:
-        record_auto_verdict(message.msg_id, target=Target.OUTPUT, nest_id=nest_id)
+        record_auto_verdict(
+            message.msg_id, target=Target.OUTPUT, nest_id=nest_id, task_type=task_type, holders=[crow.name]
+        )
         return
     open_approval(
         message.msg_id, target=Target.OUTPUT, nest_id=nest_id, task_type=task_type, holders=[crow.name]
