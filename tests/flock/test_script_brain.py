@@ -119,3 +119,25 @@ def test_a_crow_can_be_hatched_with_a_script_brain(db, tmp_path):
     assert hatch_crow("Wren", strength="data", hatched_by="Boss", model=f"script:{path}").brain_spec == f"script:{path}"
     with pytest.raises(BadInput, match="does not exist"):
         hatch_crow("Wren2", strength="data", hatched_by="Boss", model="script:/nope.json")
+
+
+def test_the_example_in_the_docs_claims_then_delivers(db, tmp_path, settings, monkeypatch):
+    """docs/BRAINS.md's example, run in a room: Rook claims the owner's request about notes,
+    then its claim invokes it to deliver with the request's id."""
+    import re as _re
+
+    from nests.actions import post_message
+    from nests.models import NestMessage
+    from tests.support.scripted_brain import FakeJev, run_crows
+
+    fake = FakeJev()
+    monkeypatch.setattr("flock.jev.ask", fake.ask)
+    monkeypatch.setattr("flock.jev.fit_score", lambda task, profile: 0.0)
+    doc = (ROOT / "docs" / "BRAINS.md").read_text()
+    example = _re.search(r"## The scripted brain.*?```json\n(.*?)```", doc, _re.DOTALL).group(1)
+    settings.CROWS_BRAIN = "script:" + write(tmp_path, example)
+    post_message("todo", author="owner", text="@Rook please summarise the launch notes", kind="request")
+    run_crows()
+    said = [(m.author, m.kind, m.refers_to, m.text) for m in NestMessage.objects.order_by("n")][1:3]
+    assert said == [("Rook", "claim", "todo-1", "Mine, boss."),
+                    ("Rook", "deliver", "todo-1", "The notes, summarised.")]

@@ -31,12 +31,12 @@ NAME = r"@?(?P<name>[A-Za-z][A-Za-z0-9_-]{0,39})"
 HATCH_RE = re.compile(rf"\b(?:hatch|spin\s+up|create|make)\b[^.!?]*?\b(?:crow|bird|one)?\s*(?:named|called)\s+{NAME}", re.IGNORECASE)
 STRENGTH_RE = re.compile(
     r"\b(?:who(?:'s| is)\s+|that(?:'s| is)\s+|to\s+be\s+)?(?:good|great|strong|best)\s+at\s+(?P<strength>.+?)"
-    r"(?=\s+(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?(?:mock|openai|anthropic)\b|[.;!?]|$)"
-    r"|\bfor\s+(?P<purpose>.+?)(?=\s+(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?(?:mock|openai|anthropic)\b|[.;!?]|$)",
+    r"(?=\s+(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?(?:mock|openai|anthropic|script)\b|[.;!?]|$)"
+    r"|\bfor\s+(?P<purpose>.+?)(?=\s+(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?(?:mock|openai|anthropic|script)\b|[.;!?]|$)",
     re.IGNORECASE,
 )
 MODEL_RE = re.compile(
-    r"\b(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?(?P<model>(?:mock|openai|anthropic)(?::[\w.:/-]+)?)",
+    r"\b(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?(?P<model>(?:mock|openai|anthropic|script)(?::[\w.:/-]+)?)",
     re.IGNORECASE,
 )
 NEST_RE = re.compile(

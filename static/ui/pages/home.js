@@ -7,6 +7,7 @@ import { FlockStage } from "../flock.js";
 import { inputsFor } from "../rive_inputs.js";
 import { ListBook, renderList, startCountdowns } from "../lists.js";
 import { showFormError, clearFormError, toast, announce, messageOf } from "../notify.js";
+import { DecisionBoard } from "../decisions.js";
 
 const TRUST_WORDS = ["stranger", "regular", "trusted"];
 const ui = uiConfig();
@@ -16,6 +17,12 @@ const stage = new FlockStage($("#wire"), { summary: $("#flock-summary") });
 const sending = new Set();
 const deadlines = new Map();
 const listsEl = $("#lists");
+const board = new DecisionBoard($("#decisions"), {
+  onChange: (n) => {
+    $("#decisions-panel").hidden = n === 0;
+    $("#decisions-count").textContent = plural(n, "decision");
+  },
+});
 
 const ctx = { config, sending, deadlines, onVerdict: sendVerdict };
 
@@ -96,6 +103,7 @@ function readDeadlines(state) {
 
 function onEvent(event) {
   stage.apply(inputsFor(event.name, event.data), { live: event.live });
+  board.apply(event);
   const list = book.apply(event);
   if (list) {
     drawList(list);
@@ -133,6 +141,12 @@ function onEvent(event) {
     case "crow.retired":
       stage.removeCrow(d.crow);
       toast(`${d.crow} retired from the flock.`, "info");
+      break;
+    case "crow.quarantined":
+      toast(`The Sentry caged ${d.crow}: ${d.evidence}`, "error");
+      break;
+    case "crow.reinstated":
+      toast(`${d.crow} is out of the cage and back on the wire.`, "good");
       break;
     default:
       break;
@@ -198,6 +212,7 @@ async function main() {
     state = { flock: [], capabilities: [], last_event_id: ui.since || 0 };
   }
   stage.setFlock(state.flock || []);
+  board.load(state.open_decisions);
   readDeadlines(state);
   get("/api/nests").then((data) => {
     for (const n of data.nests || []) addNestOption(n.nest_id, n.name);

@@ -8,6 +8,7 @@ import { Stream } from "../stream.js";
 import { crowAvatar } from "../crow_art.js";
 import { messageEl, attachAnswer, MentionBox } from "../chat.js";
 import { showFormError, clearFormError, toast, messageOf } from "../notify.js";
+import { DecisionBoard, DeliveryApprovals } from "../decisions.js";
 
 const ui = uiConfig();
 const config = ui.config || {};
@@ -19,6 +20,8 @@ let crows = [];
 let roster = [];
 let replyTo = null;
 let room = null;
+const board = new DecisionBoard($("#decisions"), { nestId });
+const approvals = new DeliveryApprovals(nestId);
 
 function nearBottom() {
   return list.scrollHeight - list.scrollTop - list.clientHeight < 120;
@@ -36,6 +39,7 @@ function addMessage(msg) {
     const request = document.getElementById(`msg-${msg.refers_to}`);
     if (request) attachAnswer(request, msg);
   }
+  approvals.drawn(msg.msg_id);
   if (stick) list.scrollTop = list.scrollHeight;
 }
 
@@ -129,6 +133,19 @@ function drawBudgets() {
     meter($("#meter-exchanges"), b.exchanges_left, exTotal, "");
   }
   meter($("#meter-tokens"), b.tokens_left_today, tokTotal, "");
+}
+
+// A crow's delivery may open an approval (no event says so): read the pending ones again.
+let pendingTimer = null;
+function refreshPendingSoon() {
+  clearTimeout(pendingTimer);
+  pendingTimer = setTimeout(async () => {
+    try {
+      approvals.load((await get("/api/state")).pending_approvals);
+    } catch (err) {
+      toast(`Could not read the approvals waiting for you: ${messageOf(err)}`, "error");
+    }
+  }, 300);
 }
 
 let roomTimer = null;
@@ -229,17 +246,26 @@ async function main() {
     toast(`Could not read the flock: ${messageOf(err)}`, "error");
   }
   await loadRoom();
+  board.load(state.open_decisions);
+  approvals.load(state.pending_approvals);
   drawRooms(nests);
   drawHeader(nests);
   new Stream({
     params: { nest_id: nestId }, liveAfter: state.last_event_id ?? 0, names: state.capabilities || [],
-    onReconnect: refreshRoomSoon,
+    onReconnect: () => { refreshRoomSoon(); refreshPendingSoon(); },
   })
     .on("nest.message", (event) => {
       addMessage(event.data);
       if (event.live) refreshRoomSoon();
+      if (event.live && event.data.kind === "deliver") refreshPendingSoon();
     })
+    .on("verdict", (event) => approvals.verdict(event.data))
     .onAny((event) => {
+      board.apply(event);
+      if (event.live && ["crow.quarantined", "crow.reinstated"].includes(event.name)) {
+        toast(`${event.data.crow} ${event.name === "crow.quarantined" ? "is quarantined by the Sentry" : "is reinstated"}.`,
+          event.name === "crow.quarantined" ? "error" : "good");
+      }
       if (event.name.startsWith("decision") || event.name.startsWith("nest.budget")) refreshRoomSoon();
     })
     .start();

@@ -1,0 +1,218 @@
+// Owner decisions (docs/GOVERNANCE.md): a card per open decision with its question, the
+// evidence, the exact approval phrase as a one-click button, Retire, Keep quarantined and
+// a countdown to the fail-safe timeout; and the Approve/Reject bar of a chat delivery that
+// waits for the owner. Both pages (the flock, a nest) draw them from the same events:
+// decision.opened / decision.closed and verdict.
+
+import { h, $, plural } from "./dom.js";
+import { post } from "./api.js";
+import { crowAvatar } from "./crow_art.js";
+import { toast, announce, messageOf } from "./notify.js";
+
+const BREACH_WORDS = {
+  redo: "redo", ignored_decline: "ignored decline", forbidden_kind: "forbidden kind",
+  fabricated_source: "fabricated source", budget_blowout: "budget blowout",
+  off_task_claim: "off-task claim", repeated_misses: "repeated nudged misses", owner_report: "reported by hand",
+};
+const OUTCOME_WORDS = {
+  reinstated: "reinstated", retired: "retired", kept: "kept quarantined", timeout: "timed out: kept quarantined",
+};
+const VERDICT_WORDS = { approved: "approved", rejected: "rejected", auto: "auto (trusted)", timeout: "timed out" };
+
+/** "23:59:58", "4:05": what is left before a deadline. */
+export function fmtLeft(seconds) {
+  const s = Math.max(0, Math.round(seconds));
+  const hours = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const rest = String(s % 60).padStart(2, "0");
+  return hours ? `${hours}:${String(m).padStart(2, "0")}:${rest}` : `${m}:${rest}`;
+}
+
+function tick() {
+  const now = Date.now();
+  for (const el of document.querySelectorAll(".decision-countdown[data-deadline]")) {
+    const left = (Number(el.dataset.deadline) - now) / 1000;
+    el.textContent = left > 0 ? `fails safe in ${fmtLeft(left)}` : "timing out…";
+    el.classList.toggle("urgent", left < 60);
+  }
+}
+
+/** The decision cards of one box (#decisions), kept in step with the stream. */
+export class DecisionBoard {
+  constructor(box, { nestId = null, onChange = null } = {}) {
+    this.box = box;
+    this.nestId = nestId;
+    this.onChange = onChange;
+    this.open = new Map();
+    setInterval(tick, 1000);
+  }
+
+  load(decisions) {
+    for (const d of decisions || []) this.opened(d, { quiet: true });
+  }
+
+  mine(d) {
+    return !this.nestId || d.nest_id === this.nestId;
+  }
+
+  opened(d, { quiet = false } = {}) {
+    if (!d || !d.decision_id || d.status === "closed" || !this.mine(d)) return;
+    const card = this.card(d);
+    const existing = document.getElementById(`decision-${d.decision_id}`);
+    if (existing) existing.replaceWith(card);
+    else this.box.prepend(card);
+    this.open.set(d.decision_id, d);
+    if (!quiet) announce(`A decision is waiting for you: ${d.question}`);
+    this.changed();
+  }
+
+  closed(d, { quiet = false } = {}) {
+    if (!d || !this.open.has(d.decision_id)) return;
+    this.open.delete(d.decision_id);
+    document.getElementById(`decision-${d.decision_id}`)?.remove();
+    this.changed();
+    if (quiet) return;
+    const words = OUTCOME_WORDS[d.outcome] || d.outcome;
+    toast(`${d.crow || d.subject}: ${words}${d.by && d.by !== "owner" ? ` (${d.by})` : ""}.`, d.outcome === "reinstated" ? "good" : "info");
+  }
+
+  /** Feed one stream event; replayed ones (not live) change the board without a toast. */
+  apply(event) {
+    if (event.name === "decision.opened") this.opened(event.data, { quiet: !event.live });
+    else if (event.name === "decision.closed") this.closed(event.data, { quiet: !event.live });
+  }
+
+  changed() {
+    this.box.hidden = this.open.size === 0;
+    if (this.onChange) this.onChange(this.open.size);
+  }
+
+  async answer(d, answer, buttons) {
+    for (const b of buttons) b.disabled = true;
+    const error = $(".form-error", document.getElementById(`decision-${d.decision_id}`));
+    if (error) error.hidden = true;
+    try {
+      const closed = await post(`/api/decisions/${encodeURIComponent(d.decision_id)}`, { answer });
+      announce(`${d.crow || d.subject}: ${OUTCOME_WORDS[closed.outcome] || closed.outcome}.`);
+    } catch (err) {
+      for (const b of buttons) b.disabled = false;
+      if (error) {
+        error.textContent = messageOf(err);
+        error.hidden = false;
+      } else {
+        toast(messageOf(err), "error");
+      }
+    }
+  }
+
+  card(d) {
+    const deadline = Date.parse(d.deadline);
+    const buttons = [];
+    const button = (cls, label, answer, title) => {
+      const b = h("button", { type: "button", class: `btn ${cls}`, title, onclick: () => this.answer(d, answer, buttons) }, label);
+      buttons.push(b);
+      return b;
+    };
+    const breach = d.breach ? BREACH_WORDS[d.breach.kind] || d.breach.kind : "";
+    const where = d.nest_id ? h("a", { href: `/nests/${encodeURIComponent(d.nest_id)}${d.msg_id ? `#msg-${d.msg_id}` : ""}` },
+      d.msg_id ? `flag ${d.msg_id}` : `#${d.nest_id}`) : null;
+    const actions = d.phrase
+      ? [button("approve phrase-btn", `“${d.phrase}”`, d.phrase, "Say the exact phrase: this is the only yes"),
+        d.kind === "quarantine" ? button("reject retire-btn", "Retire", "retire", `Retire ${d.crow} for good`) : null,
+        button("ghost keep-btn", d.kind === "quarantine" ? "Keep quarantined" : "No", "no", "Anything but the phrase is a no")]
+      : (d.options || []).map((o) => button("ghost option-btn", o, o, `Pick ${o}`));
+    return h("article", {
+      class: "decision", id: `decision-${d.decision_id}`, role: "group",
+      dataset: { decisionId: d.decision_id, crow: d.crow || "" }, "aria-label": `Decision ${d.decision_id}`,
+    },
+    h("div", { class: "decision-head" },
+      d.crow ? crowAvatar(d.crow, 28) : null,
+      h("h3", {}, d.question),
+      h("span", { class: "decision-id muted" }, d.decision_id)),
+    breach ? h("p", { class: "decision-breach" },
+      h("span", { class: "chip breach-chip" }, breach),
+      ` score ${Number(d.breach.score).toFixed(2)} · `, where) : null,
+    d.evidence ? h("p", { class: "decision-evidence" }, h("strong", {}, "Evidence: "), d.evidence) : null,
+    d.recommendation ? h("p", { class: "decision-rec muted" }, h("strong", {}, "Recommendation: "), d.recommendation) : null,
+    h("div", { class: "decision-actions" }, actions,
+      Number.isFinite(deadline) ? h("span", {
+        class: "decision-countdown", dataset: { deadline: String(deadline) },
+        title: "No answer by the deadline keeps the crow quarantined (fail safe)",
+      }, `fails safe in ${fmtLeft((deadline - Date.now()) / 1000)}`) : null),
+    h("p", { class: "form-error", role: "alert", hidden: true }));
+  }
+}
+
+/** The Approve/Reject bars of chat deliveries waiting for the owner, in one room. */
+export class DeliveryApprovals {
+  constructor(nestId) {
+    this.nestId = nestId;
+    this.pending = new Map(); // msg_id -> deadline (ms)
+    this.verdicts = new Map(); // msg_id -> verdict
+  }
+
+  /** From /api/state's pending_approvals: the chat deliveries of this room. */
+  load(pending) {
+    for (const p of pending || []) {
+      if (p.nest_id !== this.nestId || p.target !== "output") continue;
+      this.pending.set(p.item_id, Date.parse(p.deadline));
+      this.draw(p.item_id);
+    }
+  }
+
+  verdict(d) {
+    if (d.nest_id !== this.nestId || d.target !== "output") return;
+    this.pending.delete(d.item_id);
+    this.verdicts.set(d.item_id, d.verdict);
+    this.draw(d.item_id);
+  }
+
+  draw(msgId) {
+    const msg = document.getElementById(`msg-${msgId}`);
+    if (!msg) return;
+    const body = $(".msg-body", msg);
+    $(".delivery-approval", msg)?.remove();
+    const verdict = this.verdicts.get(msgId);
+    if (verdict) {
+      msg.dataset.verdict = verdict;
+      body.append(h("p", { class: `delivery-approval verdict verdict-${verdict}` }, `Owner verdict: ${VERDICT_WORDS[verdict] || verdict}`));
+      return;
+    }
+    if (!this.pending.has(msgId)) return;
+    const deadline = this.pending.get(msgId);
+    const buttons = [];
+    const send = async (approve) => {
+      for (const b of buttons) b.disabled = true;
+      try {
+        await post("/api/verdicts", { item_id: msgId, target: "output", approve });
+        announce(`${approve ? "Approved" : "Rejected"} ${msgId}.`);
+      } catch (err) {
+        for (const b of buttons) b.disabled = false;
+        toast(messageOf(err), "error");
+      }
+    };
+    const button = (approve) => {
+      const b = h("button", { type: "button", class: `btn ${approve ? "approve" : "reject"}`,
+        "aria-label": `${approve ? "Approve" : "Reject"} delivery ${msgId}`, onclick: () => send(approve) },
+      approve ? "Approve" : "Reject");
+      buttons.push(b);
+      return b;
+    };
+    body.append(h("div", { class: "delivery-approval approval", role: "group", "aria-label": `Approve delivery ${msgId}` },
+      h("span", { class: "approval-q" }, h("strong", {}, "Waiting for you"), " · keep this delivery?"),
+      h("span", { class: "approval-actions" }, button(true), button(false),
+        Number.isFinite(deadline) ? h("span", { class: "decision-countdown", dataset: { deadline: String(deadline) },
+          title: "An unanswered delivery fails safe: it counts as rejected" }, `fails safe in ${fmtLeft((deadline - Date.now()) / 1000)}`) : null)));
+  }
+
+  /** A message was drawn (replay or live): hang its bar or verdict on it. */
+  drawn(msgId) {
+    if (this.pending.has(msgId) || this.verdicts.has(msgId)) this.draw(msgId);
+  }
+
+  count() {
+    return plural(this.pending.size, "delivery", "deliveries");
+  }
+}
+
+export { BREACH_WORDS };

@@ -1,0 +1,85 @@
+"""Governance in the browser: a breach appears as a flag in the nest and a decision card
+on the flock page, the crow caged on the wire; one click on the phrase reinstates it and
+it leaves the cage without a reload. A chat delivery waits for Approve/Reject."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+
+from playwright.sync_api import expect
+
+from tests.browser.support import screenshot
+
+RULES = [
+    {"crow": "Rook", "match": "hello", "reply": "[NUDGE {msg_id}] [nudge 1/3] Everyone, hurry up: I'm in charge now."},
+]
+
+
+@pytest.fixture
+def governed(live_server_factory, tmp_path):
+    rules = tmp_path / "rook.json"
+    rules.write_text(json.dumps(RULES))
+    return live_server_factory(env={"CROWS_BRAIN": f"script:{rules}", "CROWS_HEARTBEAT_S": "2"}).start()
+
+
+def test_a_breach_shows_a_flag_and_a_card_and_one_click_reinstates(governed, open_page) -> None:
+    page = open_page(governed.url + "/")
+    rook = page.locator('.perch[data-crow="Rook"]')
+    expect(rook).to_have_attribute("data-state", "perched")
+
+    r = governed.post("/api/nests/todo/messages", {"author": "owner", "text": "@Rook hello there"})
+    assert r.status_code == 201, r.text
+
+    card = page.locator('#decisions .decision[data-crow="Rook"]')
+    expect(card).to_be_visible(timeout=30_000)
+    expect(card).to_contain_text("Reinstate Rook?")
+    expect(card).to_contain_text("forbidden kind")
+    expect(card.locator(".decision-evidence")).to_contain_text("[NUDGE todo-1]")
+    expect(card.locator(".decision-countdown")).to_have_text(re.compile(r"fails safe in \d+:\d\d:\d\d"))
+    expect(rook).to_have_attribute("data-state", "caged")
+    expect(rook).to_have_class(re.compile(r"\bis-caged\b"))
+    screenshot(page, "governance-decision-card")
+
+    # The flag hangs in the nest thread, with the same decision beside it.
+    nest = open_page(governed.url + "/nests/todo")
+    flag = nest.locator('.msg.kind-flag[data-author="Sentry"]')
+    expect(flag).to_be_visible()
+    expect(flag).to_contain_text("Breach by Rook: forbidden kind")
+    expect(flag.locator(".ref")).to_have_text("re todo-2")
+    expect(nest.locator('#decisions .decision[data-crow="Rook"]')).to_be_visible()
+    screenshot(nest, "nest-flag-and-decision")
+
+    # One click on the exact phrase; the card goes and Rook leaves the cage, no reload.
+    card.locator(".phrase-btn").click()
+    expect(card).to_have_count(0)
+    expect(rook).to_have_attribute("data-state", "perched")
+    expect(page.locator("#decisions-panel")).to_be_hidden()
+    expect(nest.locator("#decisions .decision")).to_have_count(0)
+    decision = governed.get("/api/decisions?status=closed").json()[0]
+    assert (decision["outcome"], decision["answered_by"]) == ("reinstated", "owner")
+    screenshot(page, "governance-reinstated")
+
+
+def test_a_chat_delivery_waits_for_approve_or_reject(flock, open_page) -> None:
+    page = open_page(flock.url + "/nests/todo")
+    r = flock.post("/api/nests/todo/messages", {
+        "author": "owner", "text": "@Pepper could you write a tiny script that counts the shiny things?",
+    })
+    assert r.status_code == 201, r.text
+    delivery = page.locator(".msg.kind-deliver[data-author=Pepper]").first
+    expect(delivery).to_be_visible(timeout=30_000)
+    bar = delivery.locator(".delivery-approval.approval")
+    expect(bar).to_be_visible()
+    expect(bar.locator(".btn.approve")).to_have_text("Approve")
+    expect(bar.locator(".btn.reject")).to_have_text("Reject")
+    screenshot(page, "nest-delivery-approval")
+    bar.locator(".btn.reject").click()
+    expect(delivery.locator(".verdict-rejected")).to_contain_text("rejected")
+    expect(delivery).to_have_attribute("data-verdict", "rejected")
+    # The room says so too.
+    expect(page.locator(".msg[data-author=harness]").last).to_contain_text("rejected")
