@@ -235,7 +235,7 @@ def update_crow(crow: Crow | str, *, by: str, **fields: Any) -> Crow:
 
     Emits `crow.updated` with the crow's name, who changed it (`by`), and for each field
     that really changed its new value (`changes`) and its old one (`previous`); `model` in
-    the payload is the brain it now flies with (docs/PERSONAS.md "Editing a crow"). A call
+    the payload is the brain it now flies with (docs/OPERATING.md "Events the owner causes"). A call
     that changes nothing emits nothing. Retired crows keep their record as it was."""
     if not fields:
         raise BadInput(f"nothing to change; editable fields are {', '.join(EDITABLE_FIELDS)}")

@@ -126,7 +126,7 @@ class JevTag(models.Model):
 class PrunedStream(models.Model):
     """How far retention has pruned one stream ("*", "list:<id>", "nest:<id>"): the newest
     event id it deleted there. A client whose cursor is below it missed events that are
-    gone, so the stream tells it with `stream.reset` (docs/STREAM.md "Retention")."""
+    gone, so the stream tells it with `stream.reset` (docs/OPERATING.md "Retention")."""
 
     key = models.CharField(max_length=80, unique=True)
     through_id = models.BigIntegerField()

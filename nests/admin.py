@@ -34,6 +34,10 @@ from trust.queries import trust_balance
 
 RECENT_FLIGHTS = 10
 
+admin.site.site_header = "so-many-crows: the owner's control panel"
+admin.site.site_title = "so-many-crows admin"
+admin.site.index_title = "The flock, its trust and its nests"
+
 
 # --- Waiting approvals ------------------------------------------------------------------
 
@@ -76,7 +80,7 @@ class ApprovalAdmin(AppendOnlyAdmin):
     """Targets waiting for the owner: list items (triage calls and answers) and chat
     deliveries. Approve/Reject record the verdict through the API's own action."""
 
-    list_display = ("item_id", "target", "item_text", "to_judge", "task_type", "holders", "deadline", "state")
+    list_display = ("item_id", "target", "item_text", "to_judge", "task_type", "whose_trust", "deadline", "state")
     list_filter = (Waiting, "target", "task_type")
     search_fields = ("=item_id", "=list_id")
     ordering = ("deadline", "id")
@@ -91,6 +95,10 @@ class ApprovalAdmin(AppendOnlyAdmin):
             request.GET = query
             request.META["QUERY_STRING"] = query.urlencode()
         return super().changelist_view(request, extra_context)
+
+    @admin.display(description="whose trust it moves")
+    def whose_trust(self, obj: Approval) -> str:
+        return ", ".join(obj.holders)
 
     @admin.display(description="item")
     def item_text(self, obj: Approval) -> str:

@@ -1,5 +1,5 @@
 """Retention on the stream's side: remembering how far each stream was pruned, and telling
-a client whose cursor points into the pruned past (docs/STREAM.md "Retention").
+a client whose cursor points into the pruned past (docs/OPERATING.md "Retention").
 
 Pruning deletes old event rows (nests/retention.py decides which), so a client that
 reconnects with an old `Last-Event-ID` would otherwise get a replay with a silent hole.

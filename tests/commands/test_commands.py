@@ -1,0 +1,350 @@
+"""Every management command through call_command, each with a bad-argument case: bad
+arguments end in CommandError (a one-line message and a non-zero exit), never a traceback."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sqlite3
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.utils import timezone
+
+from flock.actions import record_flight
+from flock.models import Crow, Event, Flight, JevTag, PrunedStream
+from flock.stream.retention import stale_cursor_frame
+from nests.models import TodoList
+from tests.nests.test_lists_support import run_list, trust_everyone
+from trust.models import Approval, Strike, TrustEntry, Verdict
+from trust.queries import trust_balance
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args: str, **options: object) -> str:
+    out = io.StringIO()
+    call_command(*args, stdout=out, stderr=io.StringIO(), **options)
+    return out.getvalue()
+
+
+def refused(*args: str) -> str:
+    with pytest.raises(CommandError) as error:
+        run(*args)
+    message = str(error.value)
+    assert "\n" not in message.strip()
+    return message
+
+
+# --- flock, trust_report, trust_seed ------------------------------------------------------
+
+
+def test_flock_lists_crows_with_status_role_model_trust_and_recent_flights():
+    record_flight(crow="Pepper", provider="mock", model="mock", task="answer", ok=True, task_type="code")
+    out = run("flock")
+    for word in ("Pepper", "Elder", "sentry", "active", "mock", "writing", "chat", "1 (0 failed)", "flock"):
+        assert word in out
+    one = run("flock", "--crow", "pepper")
+    assert "Pepper's latest flights" in one and "answer" in one
+    assert "no crow named" in refused("flock", "--crow", "Nobody")
+    assert "expected 0 or more" in refused("flock", "--hours", "-1")
+
+
+def test_trust_report_shows_levels_per_holder_and_task_type():
+    from trust.actions import seed_trust
+
+    seed_trust("Pepper", task_type="code", level=1)
+    out = run("trust_report")
+    assert "Pepper" in out and "1 regular" in out
+    data = json.loads(run("trust_report", "--format", "json", "--holder", "pepper"))
+    assert data["holders"]["Pepper"]["code"]["level"] == 1
+    assert "unknown holder" in refused("trust_report", "--holder", "Nobody")
+    assert "invalid choice" in refused("trust_report", "--format", "xml")
+
+
+def test_trust_seed_trusts_nobody_by_default_and_validates_holders_and_levels():
+    assert "--holder" in refused("trust_seed")
+    assert TrustEntry.objects.count() == 0
+    assert "unknown holder" in refused("trust_seed", "--holder", "Ghost")
+    assert "invalid choice: 7" in refused("trust_seed", "--all", "--level", "7")
+    assert "unknown task types" in refused("trust_seed", "--all", "--task-types", "juggling")
+    out = run("trust_seed", "--holder", "Pepper", "--task-types", "code", "--dry-run")
+    assert "6 entries would be appended" in out and TrustEntry.objects.count() == 0
+    out = run("trust_seed", "--holder", "Pepper,flock", "--task-types", "code", "--level", "1")
+    assert trust_balance("Pepper", "code")[0] == 1 and trust_balance("flock", "code")[0] == 1
+    assert trust_balance("Hugin", "code")[0] == 0
+    run("trust_seed", "--all", "--task-types", "chat")
+    assert trust_balance("Hugin", "chat")[0] == 2
+
+
+# --- expire_approvals ---------------------------------------------------------------------
+
+
+def test_expire_approvals_times_out_what_is_past_its_deadline_now(capture_events):
+    todo = run_list("write a haiku about crows")
+    approval = Approval.objects.get(list_id=todo.list_id)
+    assert "timed out 0" in run("expire_approvals")
+    Approval.objects.update(deadline=timezone.now() - timedelta(seconds=1))
+    assert "would time out 1" in run("expire_approvals", "--dry-run")
+    with capture_events() as events:
+        out = run("expire_approvals")
+    assert f"timed out 1: {approval.item_id} (triage)" in out
+    assert [p["verdict"] for p in events.named("verdict")] == ["timeout"]
+    assert "item.skipped" in events.names()
+    assert "unrecognized arguments" in refused("expire_approvals", "--now")
+
+
+# --- prune and stream.reset --------------------------------------------------------------
+
+
+def _age(days: int) -> None:
+    old = timezone.now() - timedelta(days=days)
+    Event.objects.update(created_at=old)
+    Flight.objects.update(created_at=old)
+    JevTag.objects.update(created_at=old)
+    TodoList.objects.filter(status="finished").update(finished_at=old)
+
+
+def test_prune_never_removes_an_open_lists_events_and_deletes_what_is_past_retention():
+    open_list = run_list("write a haiku about crows")  # waits for the owner: still open
+    trust_everyone()
+    done = run_list("write a limerick about rooks")
+    assert TodoList.objects.get(pk=done.pk).status == "finished"
+    record_flight(crow="Hugin", provider="mock", model="mock", task="chat", ok=True)
+    now = timezone.now()
+    Strike.objects.create(key="requester:bob", kind="list", cooldown_s=60, at=now, until=now, message="Caw")
+    open_events = set(Event.objects.filter(list_key=open_list.list_id).values_list("id", flat=True))
+    _age(40)
+    Strike.objects.update(at=now - timedelta(days=40), until=now - timedelta(days=40))
+
+    before = Event.objects.count()
+    out = run("prune", "--older-than", "30", "--dry-run")
+    assert "dry run" in out and Event.objects.count() == before
+
+    out = run("prune", "--older-than", "30")
+    assert "deleted" in out
+    assert set(Event.objects.values_list("id", flat=True)) == open_events
+    assert TodoList.objects.filter(pk=open_list.pk).exists() and not TodoList.objects.filter(pk=done.pk).exists()
+    assert not Event.objects.filter(list_key=done.list_id).exists()
+    assert not Flight.objects.filter(list_id=done.list_id).exists() and not Flight.objects.filter(crow="Hugin", task="chat").exists()
+    assert Flight.objects.filter(list_id=open_list.list_id).exists()
+    assert Strike.objects.count() == 0
+    # The open list still works: approving it now carries on as usual.
+    assert Approval.objects.filter(list_id=open_list.list_id).exists()
+    # Streams know how far they were pruned; the open list's stream was not.
+    assert PrunedStream.objects.get(key="*").through_id > 0
+    assert not PrunedStream.objects.filter(key=f"list:{open_list.list_id}").exists()
+
+
+def test_prune_keeps_what_is_younger_than_retention():
+    trust_everyone()
+    run_list("write a limerick about rooks")
+    before = Event.objects.count()
+    run("prune", "--older-than", "30")
+    assert Event.objects.count() == before
+
+
+def test_prune_refuses_bad_ages():
+    assert "expected 0 or more" in refused("prune", "--older-than", "-1")
+    assert "whole number" in refused("prune", "--older-than", "soon")
+    assert "required" in refused("prune")
+
+
+def test_a_cursor_older_than_what_is_kept_gets_a_stream_reset_frame():
+    trust_everyone()
+    run_list("write a limerick about rooks")
+    first = Event.objects.order_by("id").first().id
+    _age(10)
+    run("prune", "--older-than", "5")
+    frame = stale_cursor_frame("", "", first)
+    assert frame is not None and frame.startswith(b"event: stream.reset\ndata: ")
+    payload = json.loads(frame.decode().split("data: ", 1)[1])
+    assert payload["reason"] == "retention" and payload["cursor"] == first and payload["pruned_through"] > first
+    assert "ts" in payload
+    newest = PrunedStream.objects.get(key="*").through_id
+    assert stale_cursor_frame("", "", newest) is None
+
+
+def test_stream_reset_is_in_the_state_capabilities(client):
+    assert "stream.reset" in client.get("/api/state").json()["capabilities"]
+
+
+# --- replay_list, replay_nest -------------------------------------------------------------
+
+
+def test_replay_list_prints_the_lists_history_as_text_and_markdown():
+    trust_everyone()
+    todo = run_list("write a haiku about crows")
+    text = run("replay_list", todo.list_id)
+    assert "list started by ada" in text and "triaged" in text and "answered by" in text and "list finished" in text
+    md = run("replay_list", todo.list_id, "--format", "md")
+    assert md.startswith(f"# List {todo.list_id}") and "**item.answered**" in md and "\n  > " in md
+    assert "no list" in refused("replay_list", "nope")
+    assert "invalid choice" in refused("replay_list", todo.list_id, "--format", "pdf")
+
+
+def test_replay_nest_prints_the_conversation():
+    from nests.actions import post_message
+
+    post_message("todo", author="owner", text="Good morning, flock")
+    text = run("replay_nest", "todo")
+    assert "todo-1 owner" in text and "Good morning, flock" in text
+    md = run("replay_nest", "todo", "--format", "md", "--last", "1")
+    assert md.startswith("# Nest todo") and "> Good morning, flock" in md
+    assert "no nest" in refused("replay_nest", "attic")
+
+
+# --- export_flightlog ---------------------------------------------------------------------
+
+
+def test_export_flightlog_writes_csv_and_jsonl_since_a_moment(tmp_path: Path):
+    record_flight(crow="Pepper", provider="mock", model="mock", task="answer", ok=True, tokens_in=5)
+    old = record_flight(crow="Inky", provider="mock", model="mock", task="answer", ok=False, error="boom")
+    Flight.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=3))
+    rows = list(csv.DictReader(io.StringIO(run("export_flightlog", "--format", "csv"))))
+    assert [r["crow"] for r in rows] == ["Pepper", "Inky"] and rows[0]["tokens_in"] == "5"
+    lines = run("export_flightlog", "--format", "jsonl", "--since", "1d").splitlines()
+    assert [json.loads(line)["crow"] for line in lines] == ["Pepper"]
+    target = tmp_path / "flights.jsonl"
+    assert "2 flights written" in run("export_flightlog", "--format", "jsonl", "--output", str(target))
+    assert len(target.read_text().splitlines()) == 2
+    since = (timezone.now() - timedelta(days=1)).date().isoformat()
+    assert len(list(csv.DictReader(io.StringIO(run("export_flightlog", "--since", since))))) == 1
+    assert "invalid choice" in refused("export_flightlog", "--format", "xml")
+    assert "--since must be" in refused("export_flightlog", "--since", "last tuesday")
+
+
+# --- load_personas ------------------------------------------------------------------------
+
+
+def test_load_personas_updates_and_adds_crows_from_yaml_with_a_diff(tmp_path: Path, capture_events):
+    path = tmp_path / "crows.yaml"
+    path.write_text(
+        "crows:\n"
+        "  - name: Pepper\n    voice: Clipped and dry.\n    model: openai:gpt-4o-mini\n"
+        "  - name: Nova\n    strength: data wrangling\n    persona: You are Nova.\n    task_types: [data]\n"
+        "  - name: Hugin\n    epithet: " + Crow.objects.get(name="Hugin").epithet + "\n"
+    )
+    with capture_events() as events:
+        out = run("load_personas", str(path))
+    assert "~ Pepper" in out and "voice" in out and "Clipped and dry." in out
+    assert "+ Nova" in out and "= Hugin" in out
+    assert "1 crow(s) were added, 1 updated, 1 unchanged" in out
+    assert events.names() == ["crow.updated", "crow.hatched"]
+    assert Crow.objects.get(name="Pepper").model == "openai:gpt-4o-mini"
+    assert Crow.objects.get(name="Nova").task_types == ["data"]
+
+
+def test_load_personas_is_all_or_nothing_and_reports_every_problem(tmp_path: Path):
+    path = tmp_path / "crows.json"
+    path.write_text(json.dumps([
+        {"name": "Pepper", "voice": "Changed."},
+        {"name": "Nova"},
+        {"name": "Inky", "model": "skynet:1", "mood": "grim"},
+    ]))
+    message = refused("load_personas", str(path))
+    assert "nothing loaded" in message and "Nova" in message and "mood" in message
+    assert Crow.objects.get(name="Pepper").voice != "Changed."
+    assert not Crow.objects.filter(name="Nova").exists()
+    path.write_text("[{name: Pepper, voice: [unclosed")
+    path.rename(tmp_path / "bad.yaml")
+    assert "not valid YAML" in refused("load_personas", str(tmp_path / "bad.yaml"))
+    assert "cannot read" in refused("load_personas", str(tmp_path / "missing.yaml"))
+
+
+def test_load_personas_dry_run_changes_nothing(tmp_path: Path):
+    path = tmp_path / "crows.json"
+    path.write_text(json.dumps({"crows": [{"name": "Pepper", "voice": "Changed."}]}))
+    out = run("load_personas", str(path), "--dry-run")
+    assert "Changed." in out and "would be" in out
+    assert Crow.objects.get(name="Pepper").voice != "Changed."
+
+
+# --- backup -------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_backup_writes_a_copy_that_opens_and_holds_every_event(tmp_path: Path):
+    trust_everyone()
+    run_list("write a haiku about crows")
+    target = tmp_path / "copy.sqlite3"
+    out = run("backup", str(target))
+    events = Event.objects.count()
+    assert f"backed up {events} events" in out
+    copy = sqlite3.connect(target)
+    assert copy.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert copy.execute("SELECT count(*) FROM flock_event").fetchone()[0] == events
+    ids = {row[0] for row in copy.execute("SELECT id FROM flock_event")}
+    assert ids == set(Event.objects.values_list("id", flat=True))
+    copy.close()
+    assert "exists" in refused("backup", str(target))
+    assert "not a directory" in refused("backup", str(tmp_path / "no" / "such" / "dir" / "x.sqlite3"))
+    into_dir = run("backup", str(tmp_path))
+    assert "crows-" in into_dir
+
+
+def test_backup_on_postgresql_prints_the_pg_dump_line():
+    from flock.management.commands.backup import Command
+
+    line = Command._pg_dump_line({"NAME": "crows", "HOST": "db", "PORT": 5432, "USER": "owner"}, "/backups/crows.dump")
+    assert "pg_dump --format=custom --file=/backups/crows.dump --host=db --port=5432 --username=owner crows" in line
+
+
+# --- the daily prune and the new event names -----------------------------------------------
+
+
+def test_retention_days_keeps_exactly_one_daily_prune_queued(settings):
+    from django_tasks_db.models import DBTaskResult
+
+    from nests.actions.retention import schedule_retention
+    from nests.tasks_retention import prune_task
+
+    def queued() -> int:
+        return DBTaskResult.objects.filter(task_path=prune_task.module_path, status="READY").count()
+
+    settings.CROWS_RETENTION_DAYS = 0
+    assert schedule_retention() is False and queued() == 0
+    settings.CROWS_RETENTION_DAYS = 30
+    assert schedule_retention() is True
+    assert schedule_retention() is False  # a restart does not add a second chain
+    assert queued() == 1
+    assert prune_task.call() == "pruned 0"
+    # The run queued tomorrow's.
+    assert queued() == 2
+    tomorrow = DBTaskResult.objects.filter(task_path=prune_task.module_path).order_by("-run_after").first()
+    assert tomorrow.run_after > timezone.now() + timedelta(hours=23)
+
+
+def test_the_new_event_names_are_capabilities(client):
+    capabilities = client.get("/api/state").json()["capabilities"]
+    for name in ("stream.reset", "crow.updated", "nest.members_changed", "requester.cooldown_lifted", "trust.changed"):
+        assert name in capabilities
+
+
+def test_update_crow_emits_crow_updated_with_changes_previous_and_by(capture_events):
+    from flock.actions import update_crow
+    from flock.errors import BadInput, Conflict, NotFound
+
+    with capture_events() as events:
+        update_crow("Pepper", by="ada", voice="Dry.", model="anthropic:claude-x")
+        update_crow("Pepper", by="ada", voice="Dry.")  # no change: no event
+    (payload,) = events.named("crow.updated")
+    assert payload["crow"] == "Pepper" and payload["by"] == "ada"
+    assert payload["changes"] == {"voice": "Dry.", "model": "anthropic:claude-x"}
+    assert set(payload["previous"]) == {"voice", "model"} and payload["previous"]["model"] == ""
+    assert payload["model"] == "anthropic:claude-x" and "ts" in payload
+    with pytest.raises(BadInput):
+        update_crow("Pepper", by="ada", status="retired")
+    with pytest.raises(BadInput):
+        update_crow("Pepper", by="ada", persona="   ")
+    with pytest.raises(NotFound):
+        update_crow("Ghost", by="ada", voice="x")
+    from flock.actions import retire_crow
+
+    retire_crow("Rook", retired_by="ada")
+    with pytest.raises(Conflict):
+        update_crow("Rook", by="ada", voice="x")
