@@ -44,6 +44,9 @@ class ListItemOut(Schema):
     edited_text: str
     overruled: bool
     verdicts: list[ItemVerdictOut]
+    answer_html: str
+    edited_html: str
+    mock: bool
 
 
 class ListOut(Schema):

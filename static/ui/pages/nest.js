@@ -9,6 +9,7 @@ import { crowAvatar } from "../crow_art.js";
 import { messageEl, attachAnswer, MentionBox } from "../chat.js";
 import { showFormError, clearFormError, toast, messageOf } from "../notify.js";
 import { DecisionBoard, DeliveryApprovals } from "../decisions.js";
+import { ReviewQueue } from "../review.js";
 
 const ui = uiConfig();
 const config = ui.config || {};
@@ -22,6 +23,15 @@ let replyTo = null;
 let room = null;
 const board = new DecisionBoard($("#decisions"), { nestId });
 const approvals = new DeliveryApprovals(nestId);
+// The review queue's cards for this room (its lists' items and deliveries; its decisions
+// have their own board above), kept local to this page.
+new ReviewQueue($("#review-inline"), {
+  nestId, skipDecisions: true,
+  onCount: (n) => {
+    $("#review-inline-panel").hidden = n === 0;
+    $("#review-inline-n").textContent = String(n);
+  },
+});
 
 function nearBottom() {
   return list.scrollHeight - list.scrollTop - list.clientHeight < 120;
