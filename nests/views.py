@@ -174,7 +174,7 @@ def review(request: HttpRequest) -> HttpResponse:
 
 @never_cache
 def settings_page(request: HttpRequest) -> HttpResponse:
-    return _page(request, "nests/settings.html", "settings")
+    return _page(request, "nests/settings.html", "settings", no_stream=True)
 
 
 @never_cache
@@ -184,11 +184,11 @@ def archive(request: HttpRequest) -> HttpResponse:
     except ValueError:
         page = 1
     found = queries_lists.archive(request.GET.get("q", ""), page)
-    return _page(request, "nests/archive.html", "lists", found=found)
+    return _page(request, "nests/archive.html", "lists", found=found, no_stream=True)
 
 
 def glossary(request: HttpRequest) -> HttpResponse:
-    return _page(request, "nests/glossary.html", "glossary")
+    return _page(request, "nests/glossary.html", "glossary", no_stream=True)
 
 
 def static_file(request: HttpRequest, path: str) -> HttpResponse:

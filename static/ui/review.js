@@ -6,7 +6,7 @@
 // Keyboard (inside the queue): j/k move, a approves, r rejects (asks for a reason),
 // e edits the answer, ? shows the keys. After a verdict, focus moves to the next card.
 
-import { h, $, $$, plural } from "./dom.js";
+import { h, $, $$, append, plural } from "./dom.js";
 import { post } from "./api.js";
 import { toast, announce, messageOf } from "./notify.js";
 import { crowAvatar } from "./crow_art.js";
@@ -183,16 +183,16 @@ export class ReviewQueue {
     if (card.kind === "decision") {
       const inner = this.decisions.card(card.decision);
       inner.removeAttribute("id"); // the nest and flock pages own #decision-<id>
-      node.append(h("header", { class: "review-head" },
+      append(node, [h("header", { class: "review-head" },
         h("span", { class: "chip kind-chip" }, "Decision"), where(card),
         h("span", { class: "review-countdown", dataset: { deadline: String(deadline) } }, `fails safe in ${fmtLeft((deadline - Date.now()) / 1000)}`)),
-      inner);
+      inner]);
       return node;
     }
     const error = h("p", { class: "form-error", role: "alert", hidden: true });
     const button = (cls, text, aria, onclick) => h("button", { type: "button", class: `btn ${cls}`, "aria-label": aria, onclick }, text);
     const short = (card.text || card.item_id).slice(0, 60);
-    node.append(
+    append(node, [
       h("header", { class: "review-head" },
         h("span", { class: "chip kind-chip" }, KIND_WORDS[card.kind] || card.kind),
         where(card),
@@ -217,7 +217,7 @@ export class ReviewQueue {
         card.kind !== "triage" ? button("ghost", "Edit…", `Edit and approve: ${short}`, () => this.openForm(card, "edit")) : null),
       this.form(card, "reject"),
       card.kind !== "triage" ? this.form(card, "edit") : null,
-      error);
+      error]);
     return node;
   }
 
