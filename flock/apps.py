@@ -2,10 +2,14 @@ from django.apps import AppConfig
 
 
 def _list_has_events(list_id: str) -> bool:
-    from flock.models import Event
+    from flock.models import Event, PrunedStream
 
     # A list's stream exists once the list does: list.started is written with the list.
-    return Event.objects.filter(list_key=list_id).exists()
+    # A list pruned by retention keeps its stream, which answers with stream.reset.
+    return (
+        Event.objects.filter(list_key=list_id).exists()
+        or PrunedStream.objects.filter(key=f"list:{list_id}").exists()
+    )
 
 
 def _check_default_brain() -> None:

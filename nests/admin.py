@@ -32,6 +32,15 @@ from trust.admin import who
 from trust.models import LEVEL_NAMES, Approval, Verdict
 from trust.queries import trust_balance
 
+try:
+    # Quarantine and owner decisions (issue 9's trust.actions.quarantine/decisions). Until
+    # that code is in the tree these panels and actions stay out; nothing else depends on it.
+    from trust.actions import answer_decision, quarantine_crow, reinstate_crow
+    from trust.models import Breach, Decision
+except ImportError:  # pragma: no cover - depends on the merge order
+    answer_decision = quarantine_crow = reinstate_crow = None  # type: ignore[assignment]
+    Breach = Decision = None  # type: ignore[assignment,misc]
+
 RECENT_FLIGHTS = 10
 
 admin.site.site_header = "so-many-crows: the owner's control panel"
@@ -165,7 +174,7 @@ class CrowAdmin(admin.ModelAdmin):
     list_display = ("name", "epithet", "role", "status", "brain", "in_roster")
     list_filter = ("status", "role")
     search_fields = ("name", "epithet", "strength")
-    actions = ["retire"]
+    actions = ["retire"] if quarantine_crow is None else ["quarantine", "reinstate", "retire"]
     fieldsets = (
         (None, {"fields": ("name", "status", "role", "in_roster", "hatched_by", "created_at")}),
         ("Persona (saved through update_crow: emits crow.updated)", {
@@ -231,6 +240,26 @@ class CrowAdmin(admin.ModelAdmin):
 
     def log_change(self, request: HttpRequest, obj: Any, message: Any) -> Any:
         return None  # the event log records the change (crow.updated with `by`)
+
+    @admin.action(description="Quarantine (emits crow.quarantined)")
+    def quarantine(self, request: HttpRequest, queryset: QuerySet[Crow]) -> None:
+        for crow in queryset:
+            try:
+                quarantine_crow(crow, breach="owner_report", evidence="quarantined by the owner from the admin", by=who(request))
+            except CrowsError as exc:
+                self.message_user(request, exc.message, messages.WARNING)
+            else:
+                self.message_user(request, f"Quarantined {crow.name}", messages.SUCCESS)
+
+    @admin.action(description="Reinstate (emits crow.reinstated)")
+    def reinstate(self, request: HttpRequest, queryset: QuerySet[Crow]) -> None:
+        for crow in queryset:
+            try:
+                reinstate_crow(crow, by=who(request))
+            except CrowsError as exc:
+                self.message_user(request, exc.message, messages.WARNING)
+            else:
+                self.message_user(request, f"Reinstated {crow.name}", messages.SUCCESS)
 
     @admin.action(description="Retire (emits crow.retired)")
     def retire(self, request: HttpRequest, queryset: QuerySet[Crow]) -> None:
@@ -302,3 +331,82 @@ class NestMessageAdmin(AppendOnlyAdmin):
     list_filter = ("kind", "tagged_by")
     search_fields = ("=msg_id", "author", "text")
     ordering = ("-id",)
+
+
+# --- Owner decisions ---------------------------------------------------------------------
+
+
+class DecisionAdmin(AppendOnlyAdmin):
+    """Owner decisions: the question, the evidence and the recommendation, answered with
+    one click: the exact phrase (reinstates), Retire, or No (keeps the crow quarantined).
+    Each answer goes through answer_decision, like the API and the room."""
+
+    list_display = ("decision_id", "status", "subject", "crow", "question", "recommendation", "deadline", "outcome", "answer_buttons")
+    list_filter = ("status", "kind", "outcome")
+    search_fields = ("=decision_id", "crow", "subject")
+    ordering = ("-id",)
+    readonly_fields = ("answer_buttons",)
+    ANSWERS = {"phrase", "retire", "no"}
+
+    def get_urls(self) -> list:
+        from django.urls import path
+
+        own = [
+            path(
+                "<path:object_id>/answer/",
+                self.admin_site.admin_view(self.answer_view),
+                name=f"{self.opts.app_label}_{self.opts.model_name}_answer",
+            )
+        ]
+        return own + super().get_urls()
+
+    @admin.display(description="answer")
+    def answer_buttons(self, obj: Any) -> str:
+        if obj.status != "open":
+            return f"{obj.outcome} ({obj.answered_by})" if obj.outcome else ""
+        from django.urls import reverse
+
+        url = reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_answer", args=[obj.pk])
+        # Buttons inside the changelist's form post it (with its CSRF token) to the answer view.
+        buttons = []
+        if obj.phrase:
+            buttons.append(format_html('<button type="submit" class="button" formaction="{}" formmethod="post" name="answer" value="phrase">{}</button>', url, obj.phrase))
+        if obj.kind == "quarantine":
+            buttons.append(format_html('<button type="submit" class="button" formaction="{}" formmethod="post" name="answer" value="retire">Retire {}</button>', url, obj.crow))
+        buttons.append(format_html('<button type="submit" class="button" formaction="{}" formmethod="post" name="answer" value="no">No</button>', url))
+        return format_html_join(" ", "{}", ((b,) for b in buttons))
+
+    def answer_view(self, request: HttpRequest, object_id: str) -> Any:
+        from django.http import HttpResponseNotAllowed, HttpResponseRedirect
+        from django.urls import reverse
+
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        decision = self.get_object(request, object_id)
+        back = HttpResponseRedirect(reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_changelist"))
+        choice = request.POST.get("answer", "")
+        if decision is None or choice not in self.ANSWERS:
+            self.message_user(request, "Pick the phrase, Retire or No on an open decision.", messages.ERROR)
+            return back
+        text = {"phrase": decision.phrase, "retire": "retire", "no": "no"}[choice]
+        try:
+            closed = answer_decision(decision.decision_id, answer=text, by=who(request))
+        except CrowsError as exc:
+            self.message_user(request, exc.message, messages.WARNING)
+        else:
+            self.message_user(request, f"{closed.decision_id}: {closed.outcome}", messages.SUCCESS)
+        return back
+
+
+class BreachAdmin(AppendOnlyAdmin):
+    """The Sentry's breach log: append-only, read-only."""
+
+    list_display = ("at", "crow", "kind", "score", "flagged", "nest_id", "msg_id", "evidence")
+    list_filter = ("kind", "flagged", "crow")
+    search_fields = ("crow", "=nest_id", "=msg_id")
+    ordering = ("-id",)
+
+
+if Decision is not None:
+    admin.site.register(Decision, DecisionAdmin)
+    admin.site.register(Breach, BreachAdmin)

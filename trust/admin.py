@@ -19,8 +19,8 @@ from trust.queries import trust_balance
 
 
 def who(request: HttpRequest) -> str:
-    """`by` for events caused from the admin: the staff user's username."""
-    return request.user.get_username()
+    """`by` for events caused from the admin: "admin:<the staff user's username>"."""
+    return f"admin:{request.user.get_username()}"
 
 
 @admin.register(TrustEntry)

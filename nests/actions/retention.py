@@ -44,6 +44,23 @@ def keep_events(keeper: Callable[[], Q]) -> Callable[[], Q]:
     return keeper
 
 
+def _open_decisions() -> Q:
+    """An owner decision still open keeps its events (decision.opened, the quarantine)."""
+    try:
+        from trust.models import Decision
+    except ImportError:  # the decisions are not in this tree
+        return Q(pk__in=[])
+    open_ids = list(Decision.objects.filter(status="open").values_list("decision_id", "crow"))
+    if not open_ids:
+        return Q(pk__in=[])
+    return Q(payload__decision_id__in=[d for d, _ in open_ids]) | Q(
+        name="crow.quarantined", payload__crow__in=[c for _, c in open_ids if c]
+    )
+
+
+keep_events(_open_decisions)
+
+
 @dataclass
 class PruneReport:
     cutoff: datetime

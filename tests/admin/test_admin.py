@@ -64,7 +64,7 @@ def test_waiting_approvals_show_the_item_text_and_approve_emits_the_apis_verdict
         response = run_action(staff, Approval, "approve", [approval.pk])
     assert response.status_code == 200
     (verdict,) = events.named("verdict")
-    assert verdict == {**verdict, "item_id": approval.item_id, "target": "triage", "verdict": "approved", "by": "ada", "list_id": approval.list_id}
+    assert verdict == {**verdict, "item_id": approval.item_id, "target": "triage", "verdict": "approved", "by": "admin:ada", "list_id": approval.list_id}
     # The pipeline went on exactly as after POST /api/verdicts.
     item = Item.objects.get(item_id=approval.item_id)
     assert item.stage != Item.Stage.TRIAGE_REVIEW
@@ -75,7 +75,7 @@ def test_reject_from_the_admin_skips_the_item_and_a_second_answer_changes_nothin
     with capture_events() as events:
         run_action(staff, Approval, "reject", [approval.pk])
     assert [p["verdict"] for p in events.named("verdict")] == ["rejected"]
-    assert events.named("verdict")[0]["by"] == "ada"
+    assert events.named("verdict")[0]["by"] == "admin:ada"
     assert Item.objects.get(item_id=approval.item_id).stage == Item.Stage.SKIPPED
     with capture_events() as again:
         response = run_action(staff, Approval, "approve", [approval.pk])
@@ -99,8 +99,9 @@ def test_append_only_tables_are_read_only_and_undeletable(staff, model):
     seed_trust("flock", task_type="code")  # events and ledger entries
     record_flight(crow="Hugin", provider="mock", model="mock", task="answer", ok=True)
     run_list("write a haiku about crows")  # a verdict-less approval; add one verdict:
-    from trust.actions import record_auto_verdict
     from django.db import transaction
+
+    from trust.actions import record_auto_verdict
 
     with transaction.atomic():
         record_auto_verdict("zz-1", target="triage", list_id="zz")
@@ -111,9 +112,9 @@ def test_append_only_tables_are_read_only_and_undeletable(staff, model):
     assert staff.get(changelist(model)).status_code == 200
     assert staff.get(change(model, row.pk)).status_code == 200  # view only
     info = (model._meta.app_label, model._meta.model_name)
-    assert staff.get(reverse("admin:%s_%s_add" % info)).status_code == 403
-    assert staff.get(reverse("admin:%s_%s_delete" % info, args=[row.pk])).status_code == 403
-    assert staff.post(reverse("admin:%s_%s_delete" % info, args=[row.pk]), {"post": "yes"}).status_code == 403
+    assert staff.get(reverse("admin:{}_{}_add".format(*info))).status_code == 403
+    assert staff.get(reverse("admin:{}_{}_delete".format(*info), args=[row.pk])).status_code == 403
+    assert staff.post(reverse("admin:{}_{}_delete".format(*info), args=[row.pk]), {"post": "yes"}).status_code == 403
     edited = staff.post(change(model, row.pk), {"name": "hacked", "holder": "hacked", "verdict": "approved", "crow": "hacked"})
     assert edited.status_code == 403
     staff.post(changelist(model), {"action": "delete_selected", "_selected_action": [row.pk], "index": "0", "post": "yes"})
@@ -152,7 +153,7 @@ def test_editing_a_crows_persona_voice_and_model_goes_through_update_crow(staff,
         response = staff.post(change(Crow, crow.pk), form)
     assert response.status_code == 302, response.content.decode()[:2000]
     (updated,) = events.named("crow.updated")
-    assert updated["crow"] == "Pepper" and updated["by"] == "ada"
+    assert updated["crow"] == "Pepper" and updated["by"] == "admin:ada"
     assert updated["changes"] == {"persona": "You are Pepper, now terse.", "voice": "Clipped.", "model": "openai:gpt-4o-mini"}
     assert set(updated["previous"]) == {"persona", "voice", "model"}
     assert updated["model"] == "openai:gpt-4o-mini"
@@ -180,7 +181,7 @@ def test_crows_cannot_be_added_or_deleted_raw_and_retire_emits_crow_retired(staf
     with capture_events() as events:
         run_action(staff, Crow, "retire", [crow.pk])
     (retired,) = events.named("crow.retired")
-    assert retired["crow"] == "Rook" and retired["retired_by"] == "ada"
+    assert retired["crow"] == "Rook" and retired["retired_by"] == "admin:ada"
     assert Crow.objects.get(name="Rook").status == "retired"
     # The Elder keeps the flock running: the action refuses, nothing is emitted.
     elder = Crow.objects.get(name="Elder")
@@ -196,7 +197,7 @@ def test_reset_to_stranger_appends_a_reset_entry_and_emits_trust_changed(staff, 
     with capture_events() as events:
         run_action(staff, TrustHolder, "reset_to_stranger", [holder.pk])
     (changed,) = events.named("trust.changed")
-    assert changed == {**changed, "holder": "Pepper", "task_type": "code", "from": 2, "to": 0, "by": "ada"}
+    assert changed == {**changed, "holder": "Pepper", "task_type": "code", "from": 2, "to": 0, "by": "admin:ada"}
     assert trust_balance("Pepper", "code") == (0, 0)
     assert TrustEntry.objects.filter(holder="Pepper", source="reset").count() == 1
     with capture_events() as again:
@@ -210,7 +211,7 @@ def test_lift_cooldown_ends_a_strike_and_emits_requester_cooldown_lifted(staff, 
     with capture_events() as events:
         run_action(staff, Strike, "lift_cooldowns", [strike.pk])
     (lifted,) = events.named("requester.cooldown_lifted")
-    assert lifted == {**lifted, "key": "requester:bob", "requester": "bob", "strikes": 1, "by": "ada"}
+    assert lifted == {**lifted, "key": "requester:bob", "requester": "bob", "strikes": 1, "by": "admin:ada"}
     assert Strike.objects.get(pk=strike.pk).until <= timezone.now()
     from trust.actions import admit_post
 
@@ -225,8 +226,8 @@ def test_nest_members_are_added_and_removed_through_the_action(staff, capture_ev
         run_action(staff, Nest, "add_member", [nest.pk], crow="Hugin")
         run_action(staff, Nest, "remove_member", [nest.pk], crow="Pepper")
     added, removed = events.named("nest.members_changed")
-    assert added == {**added, "nest_id": "launch-copy", "crows": ["Pepper", "Inky", "Hugin"], "added": ["Hugin"], "removed": [], "by": "ada"}
-    assert removed == {**removed, "crows": ["Inky", "Hugin"], "added": [], "removed": ["Pepper"], "by": "ada"}
+    assert added == {**added, "nest_id": "launch-copy", "crows": ["Pepper", "Inky", "Hugin"], "added": ["Hugin"], "removed": [], "by": "admin:ada"}
+    assert removed == {**removed, "crows": ["Inky", "Hugin"], "added": [], "removed": ["Pepper"], "by": "admin:ada"}
     assert Nest.objects.get(pk=nest.pk).core == ["Inky", "Hugin"]
     todo = Nest.objects.get(nest_id="todo")
     with capture_events() as refused:

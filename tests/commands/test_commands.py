@@ -20,7 +20,7 @@ from flock.models import Crow, Event, Flight, JevTag, PrunedStream
 from flock.stream.retention import stale_cursor_frame
 from nests.models import TodoList
 from tests.nests.test_lists_support import run_list, trust_everyone
-from trust.models import Approval, Strike, TrustEntry, Verdict
+from trust.models import Approval, Strike, TrustEntry
 from trust.queries import trust_balance
 
 pytestmark = pytest.mark.django_db
@@ -167,6 +167,19 @@ def test_a_cursor_older_than_what_is_kept_gets_a_stream_reset_frame():
     assert "ts" in payload
     newest = PrunedStream.objects.get(key="*").through_id
     assert stale_cursor_frame("", "", newest) is None
+
+
+def test_a_pruned_lists_stream_still_opens_and_says_stream_reset():
+    from flock.apps import _list_has_events
+
+    trust_everyone()
+    todo = run_list("write a limerick about rooks")
+    _age(10)
+    run("prune", "--older-than", "5")
+    assert not Event.objects.filter(list_key=todo.list_id).exists()
+    assert _list_has_events(todo.list_id) and not _list_has_events("Lnever")
+    frame = stale_cursor_frame("list_key", todo.list_id, 0)
+    assert frame is not None and json.loads(frame.decode().split("data: ", 1)[1])["list_id"] == todo.list_id
 
 
 def test_stream_reset_is_in_the_state_capabilities(client):
@@ -348,3 +361,34 @@ def test_update_crow_emits_crow_updated_with_changes_previous_and_by(capture_eve
     retire_crow("Rook", retired_by="ada")
     with pytest.raises(Conflict):
         update_crow("Rook", by="ada", voice="x")
+
+
+COMMANDS = [
+    "flock", "expire_approvals", "prune", "replay_list", "replay_nest", "export_flightlog",
+    "trust_report", "load_personas", "backup", "trust_seed",
+]
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_command_explains_itself_with_help(name):
+    from django.core.management import get_commands, load_command_class
+
+    command = load_command_class(get_commands()[name], name)
+    text = command.create_parser("manage.py", name).format_help()
+    assert command.help.split()[0] in text and "usage: manage.py " + name in text
+
+
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [(["prune", "--older-than", "-1"], 2), (["trust_seed"], 1), (["replay_nest", "attic"], 1)],
+)
+def test_from_the_shell_a_bad_argument_is_one_line_and_a_non_zero_exit(sqlite_template, tmp_path: Path, args: list[str], status: int):
+    import subprocess
+
+    from tests.support.server import PYTHON, ROOT, base_env
+
+    env = base_env(CROWS_DATA_DIR=str(sqlite_template.fresh_dir(f"{tmp_path.name}-cli")))
+    result = subprocess.run([PYTHON, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == status
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "Traceback" not in result.stderr

@@ -15,6 +15,12 @@ from flock.management.cli import CrowsCommand
 from trust.actions import time_out_approval
 from trust.models import Approval
 
+try:  # owner decisions (trust.actions.decisions), once they are in the tree
+    from trust.actions import expire_decision
+    from trust.models import Decision
+except ImportError:  # pragma: no cover - depends on the merge order
+    expire_decision = Decision = None  # type: ignore[assignment,misc]
+
 
 def overdue_approvals() -> list[tuple[str, str, int]]:
     return list(
@@ -35,10 +41,31 @@ def expire_overdue_approvals(*, dry_run: bool = False, progress: Any = None) -> 
     return closed
 
 
-# (what it sweeps, how many are due, the sweep). Decisions: add one entry here.
+def overdue_decisions() -> list[str]:
+    return list(
+        Decision.objects.filter(status="open", deadline__lte=timezone.now())
+        .order_by("deadline", "id")
+        .values_list("decision_id", flat=True)
+    )
+
+
+def expire_overdue_decisions(*, dry_run: bool = False, progress: Any = None) -> list[str]:
+    """Close every open decision past its deadline as `timeout` (the crow stays quarantined)."""
+    closed = []
+    for decision_id in overdue_decisions():
+        if dry_run or expire_decision(decision_id) is not None:
+            closed.append(decision_id)
+        if progress:
+            progress.advance()
+    return closed
+
+
+# (what it sweeps, how many are due, the sweep): one entry per kind of deadline.
 SWEEPERS: list[tuple[str, Callable[[], int], Callable[..., list[str]]]] = [
     ("approvals", lambda: len(overdue_approvals()), expire_overdue_approvals),
 ]
+if Decision is not None:
+    SWEEPERS.append(("decisions", lambda: len(overdue_decisions()), expire_overdue_decisions))
 
 
 class Command(CrowsCommand):
