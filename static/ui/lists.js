@@ -5,7 +5,8 @@
 import { h, fmtTokens, fmtClock, fmtTime, plural } from "./dom.js";
 import { crowAvatar } from "./crow_art.js";
 import { renderedAnswer, term } from "./answers.js";
-import { get } from "./api.js";
+import { get, post } from "./api.js";
+import { toast, announce, messageOf } from "./notify.js";
 
 const VERDICT_WORDS = {
   approved: "approved by you",
@@ -435,3 +436,29 @@ export class ListStates {
     this.redraw(listId, state);
   }
 }
+
+
+/** Overrule an auto-approved answer (asks for a reason) and retry a skipped or overruled
+ * item with a note: the same on the flock page and the report. */
+export const ownerHandlers = {
+  onOverrule: async (item) => {
+    const reason = window.prompt(`Overrule the auto-approved answer to item ${item.n}? The crows who gave it are demoted as for a rejection.\n\nWhy? (optional)`, "");
+    if (reason === null) return;
+    try {
+      await post("/api/verdicts", { item_id: item.item_id, target: "output", overrule: true, ...(reason.trim() ? { reason: reason.trim() } : {}) });
+      announce(`Overruled the answer to item ${item.n}.`);
+    } catch (err) {
+      toast(messageOf(err), "error");
+    }
+  },
+  onRetry: async (item, note, errorEl) => {
+    errorEl.hidden = true;
+    try {
+      const made = await post(`/api/items/${encodeURIComponent(item.item_id)}/retry`, { note });
+      announce(`Item ${item.n} flies again (attempt ${made.attempt}).`);
+    } catch (err) {
+      errorEl.textContent = messageOf(err);
+      errorEl.hidden = false;
+    }
+  },
+};

@@ -237,3 +237,21 @@ def test_a_markdown_answer_with_a_code_block_renders_and_copies(scripted_flock, 
     page.goto(f"{flock.url}/lists/{list_id}")
     page.wait_for_selector('#conn[data-state="live"]')
     expect(page.locator("#report-items .answer-md pre code")).to_contain_text("print(n)")
+
+
+def test_approve_all_shown_takes_one_confirmation(flock, open_page) -> None:
+    page = open_page(flock.url + "/review")
+    list_id = post_list(flock, FIVE[:3])
+    expect(page.locator(".review-triage")).to_have_count(3, timeout=40_000)
+    dialogs: list[str] = []
+
+    def accept(dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.accept()
+
+    page.on("dialog", accept)
+    page.get_by_role("button", name="Approve all shown").click()
+    expect(page.locator(".review-triage")).to_have_count(0)
+    assert len(dialogs) == 1 and "Approve all 3 cards" in dialogs[0]
+    verdicts = [v for i in flock.get(f"/api/lists/{list_id}").json()["items"] for v in i["verdicts"]]
+    assert [(v["target"], v["verdict"]) for v in verdicts] == [("triage", "approved")] * 3

@@ -5,7 +5,7 @@ import { get, post, ApiError } from "../api.js";
 import { Stream } from "../stream.js";
 import { FlockStage } from "../flock.js";
 import { inputsFor } from "../rive_inputs.js";
-import { ListBook, ListStates, renderList, startCountdowns } from "../lists.js";
+import { ListBook, ListStates, ownerHandlers, renderList, startCountdowns } from "../lists.js";
 import { showFormError, clearFormError, toast, announce, messageOf } from "../notify.js";
 import { DecisionBoard } from "../decisions.js";
 
@@ -24,7 +24,7 @@ const board = new DecisionBoard($("#decisions"), {
   },
 });
 
-const ctx = { config, sending, deadlines, onVerdict: sendVerdict };
+const ctx = { config, sending, deadlines, onVerdict: sendVerdict, ...ownerHandlers };
 const states = new ListStates(ctx, (listId) => {
   const list = book.lists.get(listId);
   if (list) drawList(list);

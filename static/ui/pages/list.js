@@ -4,11 +4,11 @@
 // overruled (an auto-approved answer) or retried with a note (skipped or overruled).
 
 import { $, uiConfig, fmtTime, plural, keepFocus } from "../dom.js";
-import { get, post } from "../api.js";
+import { get } from "../api.js";
 import { Stream } from "../stream.js";
-import { ListBook, ListStates, renderList, startCountdowns } from "../lists.js";
+import { ListBook, ListStates, ownerHandlers, renderList, startCountdowns } from "../lists.js";
 import { ReviewQueue } from "../review.js";
-import { toast, announce, messageOf } from "../notify.js";
+import { toast, messageOf } from "../notify.js";
 
 const ui = uiConfig();
 const config = ui.config || {};
@@ -19,26 +19,7 @@ const ctx = {
   config, sending, deadlines: new Map(), noApprovalBoxes: true,
   flights: new Map(), openFlights: new Set(),
   onVerdict: () => {},
-  onOverrule: async (item) => {
-    const reason = window.prompt(`Overrule the auto-approved answer to item ${item.n}? The crows who gave it are demoted as for a rejection.\n\nWhy? (optional)`, "");
-    if (reason === null) return;
-    try {
-      await post("/api/verdicts", { item_id: item.item_id, target: "output", overrule: true, ...(reason.trim() ? { reason: reason.trim() } : {}) });
-      announce(`Overruled the answer to item ${item.n}.`);
-    } catch (err) {
-      toast(messageOf(err), "error");
-    }
-  },
-  onRetry: async (item, note, errorEl) => {
-    errorEl.hidden = true;
-    try {
-      const made = await post(`/api/items/${encodeURIComponent(item.item_id)}/retry`, { note });
-      announce(`Item ${item.n} flies again (attempt ${made.attempt}).`);
-    } catch (err) {
-      errorEl.textContent = messageOf(err);
-      errorEl.hidden = false;
-    }
-  },
+  ...ownerHandlers,
   loadFlights: async (item) => {
     try {
       ctx.flights.set(item.item_id, (await get(`/api/flights?item_id=${encodeURIComponent(item.item_id)}&limit=100`)).reverse());
