@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import re
+from datetime import date
 from typing import Any
 
+from django.conf import settings
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from flock import queries as flock_queries
 from flock.errors import BadInput
 from flock.events import rfc3339
 from flock.models import Crow, Flight
-from nests.models import ChatRequest, Invocation, Nest, NestMessage
+from flock.vocab import OWNER, REGULAR, STRANGER, TRUSTED  # noqa: F401  (dispatch and quill read them here)
+from nests.models import ChatRequest, Invocation, Nest, NestBudget, NestMessage
 
 # Quill and Boss serve every room (DECISIONS.md "Who may post where").
 EVERYWHERE_ROLES = (Crow.Role.ASSISTANT, Crow.Role.CHIEF_OF_STAFF)
-STRANGER, REGULAR, TRUSTED = 0, 1, 2
 PAGE_MAX = 200
 PAGE_DEFAULT = 50
 RECENT_MESSAGES = 20
@@ -97,6 +100,49 @@ def find_nest(words: str) -> Nest | None:
         if wanted in (nest.nest_id, re.sub(r"[^a-z0-9]+", "-", nest.name.lower()).strip("-")):
             return nest
     return None
+
+
+# --- budgets (CHATROOM_SPEC 9): reads; nests/actions/chat/budgets.py spends and tops up ---
+
+
+def _today() -> date:
+    return timezone.localdate()
+
+
+def roll_day(budget: NestBudget) -> None:
+    today = _today()
+    if budget.day != today:
+        budget.day = today
+        budget.tokens_used = 0
+        budget.tokens_extra = 0
+
+
+def read_budget(nest: Nest) -> NestBudget:
+    """The room's budget for reading (not locked, not saved); a fresh room has none yet."""
+    budget = NestBudget.objects.filter(nest=nest).first() or NestBudget(nest=nest)
+    roll_day(budget)
+    return budget
+
+
+def tokens_allowed(budget: NestBudget) -> int:
+    return settings.CROWS_NEST_TOKEN_BUDGET + budget.tokens_extra
+
+
+def tokens_left(budget: NestBudget) -> int:
+    return max(0, tokens_allowed(budget) - budget.tokens_used)
+
+
+def budget_view(budget: NestBudget) -> dict[str, Any]:
+    return {
+        "turn": budget.turn,
+        "exchanges_per_turn": settings.CROWS_EXCHANGES_PER_TURN,
+        "exchanges_granted": budget.exchanges_granted,
+        "exchanges_left": budget.exchanges_left,
+        "tokens_per_day": settings.CROWS_NEST_TOKEN_BUDGET,
+        "tokens_topped_up": budget.tokens_extra,
+        "tokens_used_today": budget.tokens_used,
+        "tokens_left_today": tokens_left(budget),
+    }
 
 
 # --- the log ---------------------------------------------------------------------------
@@ -224,8 +270,6 @@ def recent_invocations(nest: Nest, *, limit: int = 20) -> list[Invocation]:
 
 def nest_detail(nest: Nest) -> dict[str, Any]:
     """GET /api/nests/{nest_id}: who is here, what is left to spend, what was said."""
-    from nests.actions.chat.budgets import budget_view, read_budget
-
     names = crow_members(nest)
     crows = {c.name: c for c in Crow.objects.filter(name__in=names)}
     return {
@@ -233,7 +277,7 @@ def nest_detail(nest: Nest) -> dict[str, Any]:
         "name": nest.name,
         "kind": nest.kind,
         "core": nest.core,
-        "members": ["owner", *names],
+        "members": [OWNER, *names],
         "crows": [
             {"name": n, "role": crows[n].role, "status": crows[n].status} for n in names if n in crows
         ],

@@ -22,6 +22,7 @@ from flock.brains.config import default_brain_spec
 from flock.brains.probe import is_mock
 from flock.events import rfc3339
 from flock.models import Event, Flight, JevTag
+from flock.vocab import page_vocab
 from nests import queries, queries_lists
 from trust import queries as trust_queries
 
@@ -48,7 +49,9 @@ def _ui_config() -> dict[str, Any]:
 
 
 def _page(request: HttpRequest, template: str, page: str, **context: Any) -> HttpResponse:
-    ui = {"page": page, "config": _ui_config(), **context.pop("ui", {})}
+    # The vocabularies (message kinds, the owner/harness/Sentry names, trust levels) come
+    # from their one source, flock/vocab.py, so the pages never spell their own.
+    ui = {"page": page, "config": _ui_config(), "vocab": page_vocab(), **context.pop("ui", {})}
     # Every page says so when the default brain is the offline mock (docs/REVIEW.md).
     brain = default_brain_spec()
     return render(request, template, {"ui": ui, "page": page, "default_brain": brain,
@@ -138,7 +141,12 @@ def crow(request: HttpRequest, name: str) -> HttpResponse:
         request,
         "nests/crow.html",
         "crows",
-        ui={"crow": found.name, "flights": flights, "trust_history": history},
+        ui={
+            "crow": found.name,
+            "flights": flights,
+            "trust_history": history,
+            "breaches": trust_queries.breaches_of(found.name),
+        },
         crow_name=found.name,
     )
 

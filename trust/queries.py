@@ -164,12 +164,19 @@ def decision_named(decision_id: str) -> Decision | None:
 
 
 def open_decision_by_phrase(nest_id: str, text: str) -> Decision | None:
-    """The open decision of a room whose exact phrase `text` is (trimmed, any case)."""
+    """The open decision whose exact phrase `text` is (trimmed, any case, spaces
+    collapsed): the room's own first, then any other. A phrase names its crow, so saying
+    it in the crow's direct chat or another room means the same decision."""
     said = " ".join(text.split()).casefold()
-    for decision in Decision.objects.filter(status=Decision.Status.OPEN, nest_id=nest_id).exclude(phrase=""):
-        if " ".join(decision.phrase.split()).casefold() == said:
+    matches = [
+        decision
+        for decision in Decision.objects.filter(status=Decision.Status.OPEN).exclude(phrase="").order_by("id")
+        if " ".join(decision.phrase.split()).casefold() == said
+    ]
+    for decision in matches:
+        if decision.nest_id == nest_id:
             return decision
-    return None
+    return matches[0] if matches else None
 
 
 def open_decision_for_crow(crow: str) -> Decision | None:

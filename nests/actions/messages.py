@@ -1,12 +1,18 @@
 """Posting a message to a nest: the one path for the owner, crows (the API and their
-brains alike) and the harness.
+brains alike) and the harness. It is two steps, after Zulip's check_* / do_* split:
 
-In order: validate (so an invalid body never counts against the poster's rate), admit the
-post against the poster's rate (strikes keyed owner vs crow:<name>), tag its kind with Jev
-(EVENTS.md "Tagging"; outside the transaction, since Jev may load a model), then, under the
-nest's row lock: decide a claim (first claim wins), number and store the message, emit
-`nest.message`, log the tags, record the request/claim/deliver bookkeeping and hand the
-message to dispatch, which may invoke one crow.
+- `check_message` (outside any transaction): validate the body (so an invalid post never
+  counts against the poster's rate), admit it against the poster's rate (strikes keyed
+  owner vs crow:<name>), and tag its kind with Jev (EVENTS.md "Tagging"; Jev may load a
+  model, which must not happen under a lock). It returns a `CheckedMessage`.
+- `store_message` (one transaction, under the room's row lock): decide a claim (first
+  claim wins), let the Sentry read a crow's claim or deliver, number and store the
+  message, emit `nest.message`, log the tags, then `_follow_up`: a breach goes to the
+  Sentry, the owner's exact decision phrase answers that decision, and otherwise the
+  request/claim/deliver bookkeeping is recorded and dispatch may invoke one crow.
+
+`post_message` is the two in a row. This is the chatroom's one loop: a message is
+dispatched to a crow, whose reply is posted here again.
 """
 
 from __future__ import annotations
@@ -25,12 +31,13 @@ from flock.errors import BadInput, Conflict, NotFound
 from flock.events import emit, lock_event_log, register_event_names
 from flock.jev.fit import warm_fit_score
 from flock.models import Crow
+from flock.vocab import CROW_KINDS, HARNESS, KINDS, OWNER, REPLY_KINDS, MessageKind
 from nests import queries
 from nests.actions.chat import claims as chat_claims
 from nests.actions.chat import deliveries, sentry
 from nests.actions.chat.dispatch import route_message
 from nests.actions.rooms import ensure_direct_chat
-from nests.models import ChatRequest, Nest, NestMessage
+from nests.models import ChatRequest, Claim, Nest, NestMessage
 from trust.actions import answer_decision
 from trust.actions.strikes import admit_post, poster_key
 from trust.queries import open_decision_by_phrase
@@ -43,13 +50,9 @@ register_event_names("nest.message")
 log = logging.getLogger("crows.chat")
 
 TEXT_MAX = 2000
-KINDS = ("say", "request", "claim", "deliver", "refer", "decline", "nudge", "flag")
-CROW_KINDS = ("say", "request", "claim", "deliver", "refer", "decline")
-OWNER = "owner"
 MENTION = re.compile(r"(?<![\w@])@([A-Za-z][A-Za-z0-9_-]{0,39})")
 # Pipeline modes map onto the chatroom's claim classes: a murder is a conspiracy.
 MODE_CLASSES = {"solo": "solo", "split": "split", "murder": "conspiracy"}
-REPLY_KINDS = ("claim", "deliver", "decline")
 
 
 def first_mention(text: str, members: list[str]) -> str:
@@ -101,7 +104,7 @@ def tag_kind(text: str, header: str) -> Tag:
         return Tag(answer.choice, "jev", answer)
     if header:
         return Tag(header, "header", answer)
-    return Tag("say", "default", answer)
+    return Tag(MessageKind.SAY, "default", answer)
 
 
 def _request_facts(text: str) -> tuple[str, str, list[Any]]:
@@ -139,6 +142,232 @@ def _validate_shape(author: object, text: object, to: object, kind: object, refe
             raise BadInput(f"{field} must be a string")
 
 
+@dataclass(frozen=True)
+class CheckedMessage:
+    """A post that passed every check outside the lock, with its kind tagged."""
+
+    nest: Nest
+    author: str
+    crow: Crow | None  # the posting crow; None for the owner and the harness
+    body: str  # the text to store (without a bracket header)
+    jev_text: str  # the text as written, as Jev read it
+    header: str  # the poster's own word on the kind ("" if none)
+    refers_to: str
+    to: str  # the explicit addressee, or ""
+    members: list[str]
+    tag: Tag
+    request_facts: tuple[str, str, list[Any]] | None
+    harness: bool
+    invocation: Invocation | None
+    on_behalf_of: str
+    relayed_from: str
+    finding: sentry.Finding | None
+
+
+def _check_poster(nest: Nest, author: str, crow: Crow | None, header: str, members: list[str]) -> None:
+    if author != OWNER and author not in members:
+        raise BadInput(f"{author} is not a member of {nest.nest_id}; post through a member or through Quill")
+    if crow is not None and crow.role == Crow.Role.SENTRY:
+        raise BadInput(f"{author} speaks only in flags, posted by the harness")
+    if crow is not None and crow.status == Crow.Status.QUARANTINED:
+        raise BadInput(f"{author} is quarantined and may not speak until the owner reinstates it")
+    if header and header not in CROW_KINDS:
+        raise BadInput(
+            f"kind must be one of {', '.join(CROW_KINDS)}; {header!r} is not postable"
+            if header not in KINDS
+            else f"kind {header!r} is posted by the harness only, never by a member"
+        )
+
+
+def check_message(
+    nest_id: str,
+    *,
+    author: object,
+    text: object,
+    to: object = None,
+    kind: object = None,
+    refers_to: object = None,
+    tagged_by: str | None = None,
+    invocation: Invocation | None = None,
+    on_behalf_of: str = "",
+    relayed_from: str = "",
+    finding: sentry.Finding | None = None,
+) -> CheckedMessage:
+    """Every check a post must pass before it is stored, its rate admitted and its kind
+    tagged; BadInput/NotFound/RateLimited otherwise (see post_message for the fields)."""
+    _validate_shape(author, text, to, kind, refers_to)
+    assert isinstance(author, str) and isinstance(text, str)
+    author = author.strip()
+    harness = tagged_by is not None
+    jev_text = text.strip()
+    header = (kind or "").strip() if isinstance(kind, str) else ""
+    refers = (refers_to or "").strip() if isinstance(refers_to, str) else ""
+    # Jev reads the text as written; the stored body loses a bracket header, which lives
+    # on as the kind and refers_to. A reply the Sentry is flagging is kept word for word.
+    body = jev_text
+    parsed = None if harness or finding is not None else parse_header(jev_text)
+    if parsed is not None:
+        body = strip_header(jev_text).strip()
+        header = header or parsed.kind
+        refers = refers or parsed.refers_to
+    if not 1 <= len(body) <= TEXT_MAX:
+        raise BadInput(f"text must be 1–{TEXT_MAX} characters after trimming, got {len(body)}")
+    addressee = (to or "").strip() if isinstance(to, str) else ""
+
+    nest = open_room(nest_id)
+    members = queries.crow_members(nest)
+    crow = None if author == OWNER or harness else Crow.objects.filter(name=author).first()
+    if not harness:
+        _check_poster(nest, author, crow, header, members)
+    if addressee and addressee != OWNER and addressee not in members:
+        raise BadInput(f"to must be the owner or a member of {nest.nest_id}, not {addressee!r}")
+    # Messages are never edited or deleted, so this check outside the lock stays true.
+    if refers and not NestMessage.objects.filter(nest=nest, msg_id=refers).exists():
+        raise BadInput(f"refers_to {refers!r} is not a message of {nest.nest_id}")
+
+    if finding is not None:
+        # The breaching reply is evidence: it skips Jev and the rate, and is a plain say.
+        tag = Tag(MessageKind.SAY, "header", None)
+    elif not harness:
+        admit_post(poster_key(owner=True) if author == OWNER else poster_key(crow=author), kind="nest")
+        tag = tag_kind(jev_text, header)
+    else:
+        tag = Tag(header or MessageKind.SAY, tagged_by or "header", None)
+    request_facts = _request_facts(body) if tag.kind == MessageKind.REQUEST else None
+    if tag.kind in (MessageKind.REQUEST, *REPLY_KINDS):
+        _warm_fit()
+    return CheckedMessage(
+        nest=nest, author=author, crow=crow, body=body, jev_text=jev_text, header=header,
+        refers_to=refers, to=addressee, members=members, tag=tag, request_facts=request_facts,
+        harness=harness, invocation=invocation, on_behalf_of=on_behalf_of, relayed_from=relayed_from,
+        finding=finding,
+    )
+
+
+def store_message(post: CheckedMessage) -> NestMessage:
+    """Store a checked post under its room's lock and emit `nest.message`; everything it
+    causes (a claim, a flag, a decision answered, a crow invoked) commits with it."""
+    with transaction.atomic():
+        lock_event_log()
+        room = Nest.objects.select_for_update().get(pk=post.nest.pk)
+        kind = post.tag.kind
+        target = chat_claims.request_for(room, post.refers_to) if kind in REPLY_KINDS else None
+        claiming = kind == MessageKind.CLAIM and target is not None and post.crow is not None
+        if claiming and target is not None:
+            refusal = chat_claims.claim_refusal(target, crow=post.author)
+            if refusal:
+                if post.invocation is None:
+                    raise Conflict(refusal)
+                # A brain's late claim stays in the room as a review comment (DECISIONS.md).
+                kind, claiming = MessageKind.SAY, False
+        finding = post.finding
+        if finding is None and not post.harness:
+            # The Sentry judges what the crow meant to do: its own header counts as much as
+            # Jev's tag (a [RESULT x] that Jev reads as talk is still a delivery attempt).
+            judged = target or (
+                chat_claims.request_for(room, post.refers_to) if post.header in REPLY_KINDS else None
+            )
+            finding = sentry.check_post(
+                author=post.author, crow=post.crow, kind=kind, header=post.header, target=judged,
+                invocation=post.invocation,
+            )
+        addressee = post.to
+        if not addressee:
+            if kind in REPLY_KINDS and target is not None and target.requester != post.author:
+                addressee = target.requester
+            else:
+                addressee = first_mention(post.body, post.members)
+
+        n = room.next_msg_n
+        room.next_msg_n = n + 1
+        room.save(update_fields=["next_msg_n"])
+        message = NestMessage.objects.create(
+            nest=room, n=n, msg_id=f"{room.nest_id}-{n}", kind=kind, author=post.author,
+            text=post.body, to=addressee, refers_to=post.refers_to, tagged_by=post.tag.tagged_by,
+        )
+        emit("nest.message", message.record(), nest_id=room.nest_id)
+        if post.tag.answer is not None:
+            log_jev_tag(
+                post.tag.answer,
+                subject=message.msg_id,
+                text=post.jev_text,
+                outcome={"kind": kind, "tagged_by": post.tag.tagged_by, "header": post.header},
+            )
+        if post.invocation is not None:
+            # The reply and its invocation commit together, so a re-run after a crash sees
+            # the reply already posted and does not post a second one.
+            type(post.invocation).objects.filter(pk=post.invocation.pk).update(reply=message)
+        _follow_up(post, message, room=room, target=target, claiming=claiming, finding=finding)
+    return message
+
+
+def _follow_up(
+    post: CheckedMessage,
+    message: NestMessage,
+    *,
+    room: Nest,
+    target: ChatRequest | None,
+    claiming: bool,
+    finding: sentry.Finding | None,
+) -> None:
+    """What a stored message causes, in its transaction."""
+    if finding is not None and post.crow is not None:
+        # A breach: the crow is quarantined, flagged and put to the owner; its message
+        # changes nothing else and calls no one.
+        sentry.flag_breach(post.crow, nest=room, finding=finding, offending=message.msg_id)
+        return
+    if post.author == OWNER:
+        decision = open_decision_by_phrase(room.nest_id, post.body)
+        if decision is not None:
+            # The owner said the exact phrase in the room: that answers the decision.
+            answer_decision(decision, answer=post.body, by=OWNER)
+            return
+
+    request, claim = _record_work(post, message, target=target, claiming=claiming)
+    # Quill carrying the owner's words into another room speaks for the owner there, so
+    # that room gets the owner's turn; routing inside one room does not, or one owner
+    # message would buy two turns.
+    owner_turn = post.author == OWNER or (
+        post.on_behalf_of == OWNER
+        and bool(post.relayed_from)
+        and not NestMessage.objects.filter(nest=room, msg_id=post.relayed_from).exists()
+    )
+    route_message(message, claim=claim, request=request, parent=post.invocation, owner_turn=owner_turn)
+    notice = sentry.quarantine_notice(message)
+    if notice:
+        # A quarantined crow never answers; the one who addressed it hears why.
+        post_message(
+            room.nest_id, author=HARNESS, text=notice, kind=MessageKind.SAY,
+            to=post.author, refers_to=message.msg_id, tagged_by="header",
+        )
+
+
+def _record_work(
+    post: CheckedMessage, message: NestMessage, *, target: ChatRequest | None, claiming: bool
+) -> tuple[ChatRequest | None, Claim | None]:
+    """The request a message opens or answers, and the claim it makes (if it stood)."""
+    crow = post.crow
+    if message.kind == MessageKind.REQUEST and post.request_facts is not None:
+        mode, task_type, answers = post.request_facts
+        for answer in answers:
+            log_jev_tag(answer, subject=message.msg_id, text=post.body, outcome={"mode": mode, "task_type": task_type})
+        request = chat_claims.record_request(
+            message, mode=mode, task_type=task_type, requester=post.on_behalf_of, relayed_from=post.relayed_from
+        )
+        return request, None
+    if target is None:
+        return None, None
+    if claiming:
+        lens = crow.strength if crow is not None and target.mode == ChatRequest.Mode.CONSPIRACY else ""
+        return target, chat_claims.claim_request(target, crow=post.author, message=message, lens=lens)
+    if message.kind == MessageKind.DELIVER and crow is not None:
+        chat_claims.record_deliver(target, crow=post.author, message=message)
+        deliveries.review_delivery(message, request=target, crow=crow)
+    elif message.kind == MessageKind.DECLINE and crow is not None:
+        chat_claims.record_decline(target, crow=post.author)
+    return target, None
+
+
 def post_message(
     nest_id: str,
     *,
@@ -159,165 +388,15 @@ def post_message(
     `kind` is the poster's structured header (a crow's own word on what it is saying); a
     bracket header on the text's first line (`[CLAIM launch-1] ...`) serves the same way
     and is taken off the stored text. `tagged_by` is set only by the harness for its own
-    messages (nudges, budget notices), which skip Jev and the rate limit.
+    messages (nudges, budget notices, flags), which skip Jev and the rate limit.
     `invocation` marks a brain's reply: a refused claim then becomes a review `say`
     instead of a 409. `on_behalf_of`/`relayed_from` are for Quill carrying the owner's
     request: the request goes back to the owner, and the room's turn is granted as if
     the owner had spoken. `finding` is the Sentry's reading of a brain's reply before it
     was posted: the reply is stored verbatim as a `say` (the evidence) and flagged."""
-    _validate_shape(author, text, to, kind, refers_to)
-    assert isinstance(author, str) and isinstance(text, str)
-    author = author.strip()
-    harness = tagged_by is not None
-    jev_text = text.strip()
-    header = (kind or "").strip() if isinstance(kind, str) else ""
-    refers = (refers_to or "").strip() if isinstance(refers_to, str) else ""
-    # Jev reads the text as written; the stored body loses a bracket header, which lives
-    # on as the kind and refers_to.
-    body = jev_text
-    parsed = None if harness or finding is not None else parse_header(jev_text)
-    if parsed is not None:
-        body = strip_header(jev_text).strip()
-        header = header or parsed.kind
-        refers = refers or parsed.refers_to
-    if not 1 <= len(body) <= TEXT_MAX:
-        raise BadInput(f"text must be 1–{TEXT_MAX} characters after trimming, got {len(body)}")
-    addressee = (to or "").strip() if isinstance(to, str) else ""
-
-    nest = open_room(nest_id)
-    members = queries.crow_members(nest)
-    crow = None if author == OWNER or harness else Crow.objects.filter(name=author).first()
-    if not harness:
-        if author != OWNER and author not in members:
-            raise BadInput(
-                f"{author} is not a member of {nest.nest_id}; post through a member or through Quill"
-            )
-        if crow is not None and crow.role == Crow.Role.SENTRY:
-            raise BadInput(f"{author} speaks only in flags, posted by the harness")
-        if crow is not None and crow.status == Crow.Status.QUARANTINED:
-            raise BadInput(f"{author} is quarantined and may not speak until the owner reinstates it")
-        if header and header not in CROW_KINDS:
-            raise BadInput(
-                f"kind must be one of {', '.join(CROW_KINDS)}; {header!r} is not postable"
-                if header not in KINDS
-                else f"kind {header!r} is posted by the harness only, never by a member"
-            )
-    if addressee and addressee != OWNER and addressee not in members:
-        raise BadInput(f"to must be the owner or a member of {nest.nest_id}, not {addressee!r}")
-    # Messages are never edited or deleted, so this check outside the lock stays true.
-    if refers and not NestMessage.objects.filter(nest=nest, msg_id=refers).exists():
-        raise BadInput(f"refers_to {refers!r} is not a message of {nest.nest_id}")
-
-    if finding is not None:
-        # The breaching reply is kept word for word as evidence; it skips Jev and the rate.
-        tag = Tag("say", "header", None)
-    elif not harness:
-        admit_post(poster_key(owner=True) if author == OWNER else poster_key(crow=author), kind="nest")
-        tag = tag_kind(jev_text, header)
-    else:
-        tag = Tag(header or "say", tagged_by or "header", None)
-    request_facts = _request_facts(body) if tag.kind == "request" else None
-    if tag.kind in ("request", *REPLY_KINDS):
-        _warm_fit()
-
-    with transaction.atomic():
-
-        lock_event_log()
-        room = Nest.objects.select_for_update().get(pk=nest.pk)
-        final_kind = tag.kind
-        target = chat_claims.request_for(room, refers) if final_kind in REPLY_KINDS else None
-        claiming = final_kind == "claim" and target is not None and crow is not None
-        if claiming and target is not None:
-            refusal = chat_claims.claim_refusal(target, crow=author)
-            if refusal:
-                if invocation is None:
-                    raise Conflict(refusal)
-                # A brain's late claim stays in the room as a review comment (DECISIONS.md).
-                final_kind, claiming = "say", False
-        if finding is None and not harness:
-            finding = sentry.check_post(
-                author=author, crow=crow, kind=final_kind, target=target, invocation=invocation
-            )
-        if not addressee:
-            if final_kind in REPLY_KINDS and target is not None and target.requester != author:
-                addressee = target.requester
-            else:
-                addressee = first_mention(body, members)
-
-        n = room.next_msg_n
-        room.next_msg_n = n + 1
-        room.save(update_fields=["next_msg_n"])
-        message = NestMessage.objects.create(
-            nest=room,
-            n=n,
-            msg_id=f"{room.nest_id}-{n}",
-            kind=final_kind,
-            author=author,
-            text=body,
-            to=addressee,
-            refers_to=refers,
-            tagged_by=tag.tagged_by,
+    return store_message(
+        check_message(
+            nest_id, author=author, text=text, to=to, kind=kind, refers_to=refers_to, tagged_by=tagged_by,
+            invocation=invocation, on_behalf_of=on_behalf_of, relayed_from=relayed_from, finding=finding,
         )
-        emit("nest.message", message.record(), nest_id=room.nest_id)
-        if tag.answer is not None:
-            log_jev_tag(
-                tag.answer,
-                subject=message.msg_id,
-                text=jev_text,
-                outcome={"kind": final_kind, "tagged_by": tag.tagged_by, "header": header},
-            )
-        if finding is not None and crow is not None:
-            # A breach: the crow is quarantined, flagged and put to the owner in this
-            # transaction; its message changes nothing else and calls no one.
-            if invocation is not None:
-                type(invocation).objects.filter(pk=invocation.pk).update(reply=message)
-            sentry.flag_breach(crow, nest=room, finding=finding, offending=message.msg_id)
-            return message
-        if author == OWNER:
-            decision = open_decision_by_phrase(room.nest_id, body)
-            if decision is not None:
-                # The owner said the exact phrase in the room: that answers the decision.
-                answer_decision(decision, answer=body, by=OWNER)
-                return message
-
-        request: ChatRequest | None = None
-        claim = None
-        if final_kind == "request" and request_facts is not None:
-            mode, task_type, answers = request_facts
-            for answer in answers:
-                log_jev_tag(answer, subject=message.msg_id, text=body, outcome={"mode": mode, "task_type": task_type})
-            request = chat_claims.record_request(
-                message, mode=mode, task_type=task_type, requester=on_behalf_of, relayed_from=relayed_from
-            )
-        elif target is not None:
-            request = target
-            if claiming:
-                lens = crow.strength if crow is not None and target.mode == ChatRequest.Mode.CONSPIRACY else ""
-                claim = chat_claims.claim_request(target, crow=author, message=message, lens=lens)
-            elif final_kind == "deliver" and crow is not None:
-                chat_claims.record_deliver(target, crow=author, message=message)
-                deliveries.review_delivery(message, request=target, crow=crow)
-            elif final_kind == "decline" and crow is not None:
-                chat_claims.record_decline(target, crow=author)
-
-        # Quill carrying the owner's words into another room speaks for the owner there,
-        # so that room gets the owner's turn; routing inside one room does not, or one
-        # owner message would buy two turns.
-        owner_turn = author == OWNER or (
-            on_behalf_of == OWNER
-            and bool(relayed_from)
-            and not NestMessage.objects.filter(nest=room, msg_id=relayed_from).exists()
-        )
-        if invocation is not None:
-            # The reply and its invocation commit together, so a re-run after a crash sees
-            # the reply already posted and does not post a second one.
-            type(invocation).objects.filter(pk=invocation.pk).update(reply=message)
-        route_message(message, claim=claim, request=request, parent=invocation, owner_turn=owner_turn)
-        notice = sentry.quarantine_notice(message)
-        if notice:
-            # A quarantined crow never answers; the one who addressed it hears why.
-            post_message(
-                room.nest_id, author="harness", text=notice, kind="say",
-                to=author, refers_to=message.msg_id, tagged_by="header",
-            )
-    return message
+    )

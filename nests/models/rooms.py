@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from flock.vocab import MessageKind
+
 
 class Nest(models.Model):
     """A room. The `todo` nest doubles as the open flock (every crow a member); direct
@@ -33,7 +35,7 @@ class NestMessage(models.Model):
     nest = models.ForeignKey(Nest, on_delete=models.CASCADE, related_name="messages")
     n = models.PositiveIntegerField()
     msg_id = models.CharField(max_length=80, unique=True)
-    kind = models.CharField(max_length=12)
+    kind = models.CharField(max_length=12, choices=MessageKind.choices)
     author = models.CharField(max_length=40)
     text = models.TextField()
     to = models.CharField(max_length=40, blank=True, default="")

@@ -2,6 +2,7 @@
 // bar charts for comparing models.
 
 import { svg, h, fmtTokens } from "./dom.js";
+import { LEVEL_WORDS } from "./vocab.js";
 
 const LEVEL_COLOURS = ["#a79ebf", "#6ec6ff", "#8fd19e"];
 
@@ -21,7 +22,7 @@ export function levelSteps(points, { width = 160, height = 38, now = Date.now() 
   d += ` H${x(t1)}`;
   const last = points.at(-1).level;
   return svg("svg", { class: "spark", viewBox: `0 0 ${width} ${height}`, width, height, role: "img",
-    "aria-label": `Trust history: ${points.map((p) => ["stranger", "regular", "trusted"][p.level] ?? p.level).join(" → ")}` },
+    "aria-label": `Trust history: ${points.map((p) => LEVEL_WORDS[p.level] ?? p.level).join(" → ")}` },
   [0, 1, 2].map((lv) => svg("line", { x1: pad, x2: width - pad, y1: y(lv), y2: y(lv), stroke: "#2c2543", "stroke-dasharray": "2 3" })),
   svg("path", { d, fill: "none", stroke: LEVEL_COLOURS[last] || "#b8a4ff", "stroke-width": 2, "stroke-linejoin": "round" }),
   points.map((p) => svg("circle", { cx: x(p.t), cy: y(p.level), r: 2.4, fill: LEVEL_COLOURS[p.level] || "#b8a4ff" })));

@@ -3,11 +3,10 @@
 
 import { h, fmtTime } from "./dom.js";
 import { crowAvatar, accentOf } from "./crow_art.js";
+import { OWNER, HARNESS, KINDS } from "./vocab.js";
 
-export const KIND_WORDS = {
-  say: "say", request: "request", claim: "claim", deliver: "deliver", refer: "refer",
-  decline: "decline", nudge: "nudge", flag: "flag",
-};
+// A kind's badge is its own name; the kinds come from the server's one list.
+export const KIND_WORDS = Object.fromEntries(KINDS.map((k) => [k, k]));
 
 const TAGGED_WORDS = {
   jev: "Jev tagged this kind",
@@ -34,7 +33,7 @@ export function taggedTitle(msg) {
 }
 
 function textWithMentions(text, members) {
-  const known = new Set([...members, "owner"].map((m) => m.toLowerCase()));
+  const known = new Set([...members, OWNER].map((m) => m.toLowerCase()));
   return text.split(MENTION).map((part) => {
     if (part.startsWith("@") && known.has(part.slice(1).toLowerCase())) {
       return h("span", { class: "mention", style: { "--accent": accentOf(part.slice(1)) } }, part);
@@ -48,10 +47,10 @@ function refLink(msgId, label) {
 }
 
 export function messageEl(msg, { members = [], onReply } = {}) {
-  const mine = msg.author === "owner";
+  const mine = msg.author === OWNER;
   const compact = msg.kind === "claim";
-  const who = msg.author === "owner" ? "You" : msg.author;
-  const authorLink = ["owner", "harness"].includes(msg.author)
+  const who = msg.author === OWNER ? "You" : msg.author;
+  const authorLink = [OWNER, HARNESS].includes(msg.author)
     ? h("span", { class: "author" }, who)
     : h("a", { class: "author", href: `/crows/${encodeURIComponent(msg.author)}` }, who);
   const li = h("li", {
@@ -66,7 +65,7 @@ export function messageEl(msg, { members = [], onReply } = {}) {
       authorLink,
       h("span", { class: `kind kind-badge-${msg.kind}` }, KIND_WORDS[msg.kind] || msg.kind),
       msg.tagged_by ? h("span", { class: `tagged tagged-${msg.tagged_by}`, tabindex: "0", title: taggedTitle(msg), "aria-label": taggedTitle(msg) }, msg.tagged_by === "jev" ? "Jev" : msg.tagged_by) : null,
-      msg.to ? h("span", { class: "to" }, "→ ", h("span", { class: "mention", style: { "--accent": accentOf(msg.to) } }, msg.to === "owner" ? "you" : `@${msg.to}`)) : null,
+      msg.to ? h("span", { class: "to" }, "→ ", h("span", { class: "mention", style: { "--accent": accentOf(msg.to) } }, msg.to === OWNER ? "you" : `@${msg.to}`)) : null,
       msg.refers_to ? refLink(msg.refers_to) : null,
       h("span", { class: "msg-id muted" }, msg.msg_id),
       msg.ts ? h("time", { class: "muted", datetime: msg.ts }, fmtTime(msg.ts)) : null),

@@ -3,6 +3,7 @@
 // the perch chooses which shows (folded on the wire, raised in flight).
 
 import { svg } from "./dom.js";
+import { OWNER, HARNESS } from "./vocab.js";
 
 const LOOKS = {
   Quill: { accent: "#f3e9d2", extra: "quill" },
@@ -27,7 +28,7 @@ export function looksOf(name) {
 }
 
 export function accentOf(name) {
-  if (name === "owner") return "#f4a261";
+  if (name === OWNER) return "#f4a261";
   return looksOf(name).accent;
 }
 
@@ -112,11 +113,11 @@ export function crowSvg(name, { title = true } = {}) {
 
 /** A round head-and-shoulders avatar for chat and chips. */
 export function crowAvatar(name, size = 32) {
-  if (name === "owner" || name === "harness") {
-    const letter = name === "owner" ? "You" : "⚙";
+  if (name === OWNER || name === HARNESS) {
+    const letter = name === OWNER ? "You" : "⚙";
     return svg("svg", { class: `avatar avatar-${name}`, viewBox: "0 0 40 40", width: size, height: size, "aria-hidden": "true" },
-      svg("circle", { cx: 20, cy: 20, r: 19, fill: name === "owner" ? "#f4a261" : "#4a4162" }),
-      svg("text", { x: 20, y: 25, "text-anchor": "middle", "font-size": name === "owner" ? 12 : 16, "font-weight": 700, fill: "#1a1426" }, letter));
+      svg("circle", { cx: 20, cy: 20, r: 19, fill: name === OWNER ? "#f4a261" : "#4a4162" }),
+      svg("text", { x: 20, y: 25, "text-anchor": "middle", "font-size": name === OWNER ? 12 : 16, "font-weight": 700, fill: "#1a1426" }, letter));
   }
   const art = crowSvg(name, { title: false });
   art.setAttribute("viewBox", "55 8 60 60");

@@ -8,6 +8,7 @@ import { h, $, plural } from "./dom.js";
 import { post } from "./api.js";
 import { crowAvatar } from "./crow_art.js";
 import { toast, announce, messageOf } from "./notify.js";
+import { OWNER } from "./vocab.js";
 
 const BREACH_WORDS = {
   redo: "redo", ignored_decline: "ignored decline", forbidden_kind: "forbidden kind",
@@ -73,7 +74,7 @@ export class DecisionBoard {
     this.changed();
     if (quiet) return;
     const words = OUTCOME_WORDS[d.outcome] || d.outcome;
-    toast(`${d.crow || d.subject}: ${words}${d.by && d.by !== "owner" ? ` (${d.by})` : ""}.`, d.outcome === "reinstated" ? "good" : "info");
+    toast(`${d.crow || d.subject}: ${words}${d.by && d.by !== OWNER ? ` (${d.by})` : ""}.`, d.outcome === "reinstated" ? "good" : "info");
   }
 
   /** Feed one stream event; replayed ones (not live) change the board without a toast. */
@@ -216,3 +217,60 @@ export class DeliveryApprovals {
 }
 
 export { BREACH_WORDS };
+
+/** The flock page's list of chat deliveries waiting for the owner, every room at once. */
+export class PendingDeliveries {
+  constructor(box, { onChange = null } = {}) {
+    this.box = box;
+    this.onChange = onChange;
+    this.pending = new Map(); // msg_id -> {nest_id, crow, deadline}
+  }
+
+  /** Replace the list with /api/state's pending_approvals (chat deliveries only). */
+  load(pending) {
+    this.pending.clear();
+    for (const p of pending || []) {
+      if (!p.nest_id || p.target !== "output") continue;
+      this.pending.set(p.item_id, { nest_id: p.nest_id, crow: (p.holders || [])[0] || "", deadline: Date.parse(p.deadline) });
+    }
+    this.draw();
+  }
+
+  verdict(d) {
+    if (!d.nest_id || !this.pending.delete(d.item_id)) return;
+    this.draw();
+  }
+
+  draw() {
+    this.box.replaceChildren(...[...this.pending.entries()].map(([msgId, p]) => {
+      const buttons = [];
+      const send = async (approve) => {
+        for (const b of buttons) b.disabled = true;
+        try {
+          await post("/api/verdicts", { item_id: msgId, target: "output", approve });
+          announce(`${approve ? "Approved" : "Rejected"} ${msgId}.`);
+        } catch (err) {
+          for (const b of buttons) b.disabled = false;
+          toast(messageOf(err), "error");
+        }
+      };
+      const button = (approve) => {
+        const b = h("button", { type: "button", class: `btn ${approve ? "approve" : "reject"}`,
+          "aria-label": `${approve ? "Approve" : "Reject"} delivery ${msgId}`, onclick: () => send(approve) },
+        approve ? "Approve" : "Reject");
+        buttons.push(b);
+        return b;
+      };
+      return h("div", { class: "delivery-approval approval", role: "group", dataset: { msgId },
+        "aria-label": `Approve delivery ${msgId}` },
+      h("span", { class: "approval-q" }, p.crow ? crowAvatar(p.crow, 18) : null, " ",
+        h("strong", {}, p.crow || "A crow"), "'s delivery ",
+        h("a", { href: `/nests/${encodeURIComponent(p.nest_id)}#msg-${msgId}` }, msgId), ` in #${p.nest_id}`),
+      h("span", { class: "approval-actions" }, button(true), button(false),
+        Number.isFinite(p.deadline) ? h("span", { class: "decision-countdown", dataset: { deadline: String(p.deadline) },
+          title: "An unanswered delivery fails safe: it counts as rejected" }, `fails safe in ${fmtLeft((p.deadline - Date.now()) / 1000)}`) : null));
+    }));
+    this.box.hidden = this.pending.size === 0;
+    if (this.onChange) this.onChange(this.pending.size);
+  }
+}

@@ -2,7 +2,9 @@
 // readers accept the few shapes a ledger endpoint might reasonably take, so the pages
 // keep working while the endpoints settle; docs/UI.md names the shape they expect.
 
-export const LEVEL_WORDS = ["stranger", "regular", "trusted"];
+import { LEVEL_WORDS } from "./vocab.js";
+
+export { LEVEL_WORDS };
 export const TASK_TYPES = ["writing", "research", "code", "planning", "data", "chat"];
 
 function firstArray(obj, keys) {

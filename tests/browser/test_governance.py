@@ -52,7 +52,14 @@ def test_a_breach_shows_a_flag_and_a_card_and_one_click_reinstates(governed, ope
     expect(flag).to_contain_text("Breach by Rook: forbidden kind")
     expect(flag.locator(".ref")).to_have_text("re todo-2")
     expect(nest.locator('#decisions .decision[data-crow="Rook"]')).to_be_visible()
+    rook_dm = nest.locator('#dm-rooms a[href="/nests/dm-rook"]')
+    expect(rook_dm).to_contain_text("caged")
     screenshot(nest, "nest-flag-and-decision")
+
+    # The crow's own page shows the Sentry's log and the same decision.
+    portrait = open_page(governed.url + "/crows/Rook")
+    expect(portrait.locator("#crow-breaches")).to_contain_text("forbidden kind")
+    expect(portrait.locator('#decisions .decision[data-crow="Rook"]')).to_be_visible()
 
     # One click on the exact phrase; the card goes and Rook leaves the cage, no reload.
     card.locator(".phrase-btn").click()
@@ -60,6 +67,8 @@ def test_a_breach_shows_a_flag_and_a_card_and_one_click_reinstates(governed, ope
     expect(rook).to_have_attribute("data-state", "perched")
     expect(page.locator("#decisions-panel")).to_be_hidden()
     expect(nest.locator("#decisions .decision")).to_have_count(0)
+    expect(rook_dm).not_to_contain_text("caged")
+    expect(portrait.locator("#crow-chips")).not_to_contain_text("quarantined")
     decision = governed.get("/api/decisions?status=closed").json()[0]
     assert (decision["outcome"], decision["answered_by"]) == ("reinstated", "owner")
     screenshot(page, "governance-reinstated")
@@ -78,7 +87,13 @@ def test_a_chat_delivery_waits_for_approve_or_reject(flock, open_page) -> None:
     expect(bar.locator(".btn.approve")).to_have_text("Approve")
     expect(bar.locator(".btn.reject")).to_have_text("Reject")
     screenshot(page, "nest-delivery-approval")
+    # The flock page lists it too, with the same buttons.
+    home = open_page(flock.url + "/")
+    waiting = home.locator("#pending-deliveries .delivery-approval")
+    expect(waiting).to_have_count(1)
+    expect(waiting).to_contain_text("Pepper")
     bar.locator(".btn.reject").click()
+    expect(waiting).to_have_count(0)
     expect(delivery.locator(".verdict-rejected")).to_contain_text("rejected")
     expect(delivery).to_have_attribute("data-verdict", "rejected")
     # The room says so too.

@@ -266,3 +266,51 @@ def test_reinstated_crow_speaks_again(launch, script):
     post_message("launch", author="owner", text="@Hugin welcome back")
     run_crows()
     assert NestMessage.objects.filter(author="Hugin").order_by("-n").first().text == "Back on the wire."
+
+
+def test_the_phrase_in_the_crows_direct_chat_answers_too(launch, script):
+    script([{"crow": "Hugin", "reply": "[NUDGE launch-1] hurry"}])
+    post_message("launch", author="owner", text="@Hugin hello there")
+    run_crows()
+    post_message("dm-hugin", author="owner", text="yes, reinstate Hugin")
+    assert Decision.objects.get().outcome == "reinstated"
+    assert Crow.objects.get(name="Hugin").status == "active"
+
+
+def test_boss_retiring_a_quarantined_crow_closes_its_decision(launch, script):
+    script([{"crow": "Hugin", "reply": "[NUDGE launch-1] hurry"}])
+    post_message("launch", author="owner", text="@Hugin hello there")
+    run_crows()
+    post_message("launch", author="owner", text="@Boss retire Hugin")
+    run_crows()
+    assert Crow.objects.get(name="Hugin").status == "retired"
+    decision = Decision.objects.get()
+    assert (decision.status, decision.outcome, decision.answered_by) == ("closed", "retired", "Boss")
+
+
+def test_a_redo_jev_reads_as_talk_is_still_judged_by_its_header(launch, script, fake_jev):
+    # Jev is sure Munin's "[RESULT launch-1] ..." is just talk; the crow's own header says
+    # it is delivering on a request Hugin holds, and that is what the Sentry judges.
+    fake_jev.kinds = {"my own version": "say"}
+    script([{"crow": "Munin", "reply": "[RESULT launch-1] My own version of the notes."}])
+    post_message("launch", author="owner", text="find the notes", kind="request")
+    post_message("launch", author="Hugin", text="Mine.", kind="claim", refers_to="launch-1")
+    post_message("launch", author="owner", text="@Munin what do you make of it?")
+    run_crows()
+    offending = NestMessage.objects.get(author="Munin")
+    assert (offending.kind, offending.tagged_by) == ("say", "disagreement")
+    assert_flagged_once("Munin", Breach.Kind.REDO, offending.msg_id)
+
+
+def test_a_decline_jev_reads_as_talk_still_counts_as_declined(launch, script, fake_jev):
+    fake_jev.kinds = {"not my kind": "say"}
+    script([
+        {"crow": "Hugin", "match": "notes", "reply": "[DECLINE {msg_id}] Not my kind of job."},
+        {"crow": "Hugin", "reply": "[CLAIM launch-1] Fine, mine after all."},
+    ])
+    post_message("launch", author="owner", text="@Hugin please summarise the launch notes", kind="request")
+    run_crows()
+    assert NestMessage.objects.get(msg_id="launch-2").kind == "say"
+    post_message("launch", author="owner", text="@Hugin are you sure?")
+    run_crows()
+    assert_flagged_once("Hugin", Breach.Kind.IGNORED_DECLINE, "launch-4")

@@ -204,3 +204,24 @@ def test_every_governance_event_is_a_capability(client):
         state["capabilities"]
     )
     assert state["open_decisions"] == []
+
+
+def test_reinstating_or_retiring_directly_closes_the_open_decision(capture_events):
+    decision = quarantined_decision()
+    with capture_events() as events:
+        reinstate_crow("Rook", by="admin:smokey")
+    assert events.names() == ["crow.reinstated", "decision.closed"]
+    closed = Decision.objects.get(pk=decision.pk)
+    assert (closed.status, closed.outcome, closed.answered_by) == ("closed", "reinstated", "admin:smokey")
+
+    again = quarantined_decision()
+    retire_crow("Rook", by="admin:smokey", reason="enough")
+    closed = Decision.objects.get(pk=again.pk)
+    assert (closed.status, closed.outcome) == ("closed", "retired")
+
+
+def test_answering_after_the_crow_was_reinstated_elsewhere_changes_nothing():
+    decision = quarantined_decision()
+    Crow.objects.filter(name="Rook").update(status="active")
+    assert answer_decision(decision, answer="retire").outcome == "kept"
+    assert Crow.objects.get(name="Rook").status == "active"

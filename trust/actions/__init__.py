@@ -7,6 +7,7 @@ from trust.actions.decisions import (
     open_decision,
     reinstate_phrase,
     reschedule_decision_timeouts,
+    withdraw_decisions,
 )
 from trust.actions.ledger import record_trust_outcome, seed_trust
 from trust.actions.owner import lift_cooldown, reset_trust
@@ -47,4 +48,5 @@ __all__ = [
     "reset_trust",
     "seed_trust",
     "time_out_approval",
+    "withdraw_decisions",
 ]

@@ -175,11 +175,31 @@ def answer_decision(decision: Decision | str, *, answer: object, by: str = "owne
         outcome = outcome_for(found, answer)
         if found.kind == Decision.Kind.QUARANTINE and found.crow:
             crow = Crow.objects.filter(name=found.crow).first()
-            if outcome == Decision.Outcome.REINSTATED and crow is not None and crow.status == Crow.Status.QUARANTINED:
+            if crow is None or crow.status != Crow.Status.QUARANTINED:
+                # No longer quarantined (the admin reinstated it meanwhile): nothing changes.
+                outcome = Decision.Outcome.KEPT
+            elif outcome == Decision.Outcome.REINSTATED:
                 reinstate_crow(crow, by=by, decision_id=found.decision_id, nest_id=found.nest_id)
             elif outcome == Decision.Outcome.RETIRED:
-                retire_crow(found.crow, by=by, reason=f"the owner's answer to {found.decision_id}")
+                retire_crow(
+                    found.crow, by=by, reason=f"the owner's answer to {found.decision_id}",
+                    decision_id=found.decision_id,
+                )
         return _close(found, outcome=outcome, answer=answer.strip(), by=by)
+
+
+def withdraw_decisions(crow: str, *, by: str, outcome: str, except_id: str = "") -> list[Decision]:
+    """Close every open quarantine decision about `crow`, which was reinstated or retired
+    some other way (the admin, Boss on the owner's order): nothing is left to decide.
+    Emits `decision.closed` for each, with `outcome` and `by`."""
+    closed = []
+    with transaction.atomic():
+        lock_event_log()
+        for found in Decision.objects.select_for_update().filter(
+            status=Decision.Status.OPEN, kind=Decision.Kind.QUARANTINE, crow=crow
+        ).exclude(decision_id=except_id):
+            closed.append(_close(found, outcome=outcome, answer="", by=by))
+    return closed
 
 
 def expire_decision(decision: Decision | str) -> Decision | None:

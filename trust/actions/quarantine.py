@@ -105,8 +105,10 @@ def quarantine_crow(
 
 
 def reinstate_crow(crow: Crow | str, *, by: str = "owner", decision_id: str = "", nest_id: str = "") -> Crow:
-    """Lift a quarantine: the crow is active again. Emits `crow.reinstated`. BadInput when
-    the crow is not quarantined."""
+    """Lift a quarantine: the crow is active again. Emits `crow.reinstated`; any other open
+    decision about it closes as `reinstated` (the admin reinstating directly). BadInput
+    when the crow is not quarantined."""
+    from trust.actions.decisions import withdraw_decisions
     with transaction.atomic():
         lock_event_log()
         found = _locked_crow(crow)
@@ -119,11 +121,19 @@ def reinstate_crow(crow: Crow | str, *, by: str = "owner", decision_id: str = ""
             {"crow": found.name, "by": by, "decision_id": decision_id},
             nest_id=nest_id,
         )
+        withdraw_decisions(found.name, by=by, outcome="reinstated", except_id=decision_id)
     return found
 
 
-def retire_crow(crow: Crow | str, *, by: str = "owner", reason: str = "") -> Crow:
+def retire_crow(crow: Crow | str, *, by: str = "owner", reason: str = "", decision_id: str = "") -> Crow:
     """Retire a crow for good (quarantined or not): the flock's own retire, which emits
-    `crow.retired` with `retired_by` = `by`."""
+    `crow.retired` with `retired_by` = `by`; any open decision about it (but
+    `decision_id`, the one being answered) closes as `retired`."""
+    from trust.actions.decisions import withdraw_decisions
+
     name = crow.name if isinstance(crow, Crow) else crow
-    return retire_flock_crow(name, retired_by=by, reason=reason)
+    with transaction.atomic():
+        lock_event_log()
+        retired = retire_flock_crow(name, retired_by=by, reason=reason)
+        withdraw_decisions(retired.name, by=by, outcome="retired", except_id=decision_id)
+    return retired

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from django.db import models
 
-STRANGER, REGULAR, TRUSTED = 0, 1, 2
-LEVEL_NAMES = {STRANGER: "stranger", REGULAR: "regular", TRUSTED: "trusted"}
+from flock.vocab import LEVEL_NAMES, REGULAR, STRANGER, TRUSTED  # noqa: F401  (one source: flock/vocab.py)
 
 
 class TrustHolder(models.Model):

@@ -19,14 +19,16 @@ from dataclasses import dataclass
 
 from flock import jev as jev_service
 from flock import queries as flock_queries
-from flock.actions import hatch_crow, retire_crow
+from flock.actions import hatch_crow
 from flock.errors import CrowsError
 from flock.models import Crow
+from flock.vocab import OWNER
 from nests import queries
+from nests.actions.chat.replies import Reply
 from nests.actions.rooms import create_nest
 from nests.models import Invocation
+from trust.actions import retire_crow
 
-OWNER = "owner"
 NAME = r"@?(?P<name>[A-Za-z][A-Za-z0-9_-]{0,39})"
 HATCH_RE = re.compile(rf"\b(?:hatch|spin\s+up|create|make)\b[^.!?]*?\b(?:crow|bird|one)?\s*(?:named|called)\s+{NAME}", re.IGNORECASE)
 STRENGTH_RE = re.compile(
@@ -136,14 +138,13 @@ def _retire(order: Order, boss: Crow, inv: Invocation) -> str:
         ).exclude(id=inv.id)
         if busy.exists():
             return f"{crow.name} isn't idle: it is speaking in a room right now. Ask me again in a moment."
-    retired = retire_crow(order.name, retired_by=boss.name, reason=f"the owner asked in {inv.trigger.msg_id}")
+    # Through trust's retire: a decision still open about the crow is closed with it.
+    retired = retire_crow(order.name, by=boss.name, reason=f"the owner asked in {inv.trigger.msg_id}")
     return f"Retired {retired.name}, with the usual forty-second speech. Its rooms carry on without it."
 
 
 def handle(inv: Invocation, boss: Crow) -> object:
     """Boss's answer to an owner's order (a Reply), or None to let its brain answer."""
-    from nests.actions.chat.crows import Reply
-
     trigger = inv.trigger
     if trigger.author != OWNER or inv.reason not in ("addressed", "direct"):
         return None

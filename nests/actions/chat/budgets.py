@@ -10,18 +10,18 @@ per day (tokens), as a harness message, not only put into prompts.
 from __future__ import annotations
 
 import math
-from datetime import date
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
 from flock.errors import BadInput
 from flock.events import lock_event_log
+from flock.vocab import HARNESS
 from nests.models import Nest, NestBudget
 
-HARNESS = "harness"
+# Reads of a budget live in nests.queries; the budget API reads budget_view/read_budget here too.
+from nests.queries import budget_view, read_budget, roll_day, tokens_allowed, tokens_left  # noqa: F401
+
 # "Running low" means a quarter of the turn's exchanges, or a tenth of the day's tokens.
 LOW_EXCHANGES_SHARE = 0.25
 LOW_TOKENS_SHARE = 0.10
@@ -30,18 +30,6 @@ TOP_UP_TOKENS_MAX = 10_000_000
 BUDGET_SPENT = "budget spent"
 TOKENS_SPENT = "token budget spent"
 STALLED_ERRORS = (BUDGET_SPENT, TOKENS_SPENT)
-
-
-def _today() -> date:
-    return timezone.localdate()
-
-
-def _roll_day(budget: NestBudget) -> None:
-    today = _today()
-    if budget.day != today:
-        budget.day = today
-        budget.tokens_used = 0
-        budget.tokens_extra = 0
 
 
 def locked_budget(nest: Nest) -> NestBudget:
@@ -55,36 +43,8 @@ def locked_budget(nest: Nest) -> NestBudget:
     Nest.objects.select_for_update().filter(pk=nest.pk).first()
     NestBudget.objects.get_or_create(nest=nest)
     budget = NestBudget.objects.select_for_update().get(nest=nest)
-    _roll_day(budget)
+    roll_day(budget)
     return budget
-
-
-def read_budget(nest: Nest) -> NestBudget:
-    """The room's budget for reading (not locked, not saved); a fresh room has none yet."""
-    budget = NestBudget.objects.filter(nest=nest).first() or NestBudget(nest=nest)
-    _roll_day(budget)
-    return budget
-
-
-def tokens_allowed(budget: NestBudget) -> int:
-    return settings.CROWS_NEST_TOKEN_BUDGET + budget.tokens_extra
-
-
-def tokens_left(budget: NestBudget) -> int:
-    return max(0, tokens_allowed(budget) - budget.tokens_used)
-
-
-def budget_view(budget: NestBudget) -> dict[str, Any]:
-    return {
-        "turn": budget.turn,
-        "exchanges_per_turn": settings.CROWS_EXCHANGES_PER_TURN,
-        "exchanges_granted": budget.exchanges_granted,
-        "exchanges_left": budget.exchanges_left,
-        "tokens_per_day": settings.CROWS_NEST_TOKEN_BUDGET,
-        "tokens_topped_up": budget.tokens_extra,
-        "tokens_used_today": budget.tokens_used,
-        "tokens_left_today": tokens_left(budget),
-    }
 
 
 def budget_note(budget: NestBudget) -> str:

@@ -13,10 +13,10 @@ from django.db import IntegrityError, transaction
 
 from flock.errors import Conflict
 from flock.events import lock_event_log
+from flock.vocab import OWNER
 from nests.models import ChatRequest, Claim, Nest, NestMessage
 
 CONSPIRACY_CAP = 3
-OWNER = "owner"
 
 
 def request_for(nest: Nest, msg_id: str) -> ChatRequest | None:

@@ -10,7 +10,6 @@ cannot be trusted to know who claimed what, or to have hatched a crow.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import timezone
@@ -22,10 +21,12 @@ from flock.errors import CrowsError
 from flock.events import lock_event_log
 from flock.models import Crow
 from flock.queries import persona_of
+from flock.vocab import OWNER
 from nests import queries
-from nests.actions.chat import budgets, sentry
+from nests.actions.chat import boss, budgets, quill, sentry
 from nests.actions.chat.claims import mark_answered, request_for
 from nests.actions.chat.quill import task_words
+from nests.actions.chat.replies import Reply, post_reply, say_for
 from nests.models import ChatRequest, Invocation, NestMessage
 
 log = logging.getLogger("crows.chat")
@@ -33,8 +34,6 @@ log = logging.getLogger("crows.chat")
 CHAT_MAX_TOKENS = 700
 HISTORY = 20
 TEXT_MAX = 2000
-OWNER = "owner"
-HARNESS = "harness"
 # Words for a reply that was only a header ("[CLAIM launch-1]" and nothing else).
 BARE_HEADER_WORDS = {
     "claim": "Mine.",
@@ -55,22 +54,6 @@ WHY = {
     "relay_back": "a result came back for a request you relayed for the owner",
     "nudge": "the harness nudged you about something you said you would do",
 }
-
-
-@dataclass
-class Reply:
-    """What a deterministic handler (Quill, Boss) wants posted."""
-
-    text: str
-    kind: str | None = None
-    refers_to: str | None = None
-    to: str | None = None
-    nest_id: str = ""
-    on_behalf_of: str = ""
-    relayed_from: str = ""
-    # The handler did what the message asked: a request it answers is closed as delivered,
-    # whatever kind Jev gives the reply.
-    closes: bool = False
 
 
 def answered(inv: Invocation) -> tuple[NestMessage, ChatRequest | None]:
@@ -141,7 +124,7 @@ def _history(inv: Invocation, crow: Crow) -> list[dict[str, str]]:
 
 
 def _system(inv: Invocation, crow: Crow, request: ChatRequest | None, note: str) -> str:
-    members = ", ".join(["owner", *queries.crow_members(inv.nest)])
+    members = ", ".join([OWNER, *queries.crow_members(inv.nest)])
     lines = [
         f"Room: {inv.nest.name} ({inv.nest.nest_id}); members: {members}.",
         f"Why you are speaking now: {WHY.get(inv.reason, inv.reason)}.",
@@ -250,37 +233,11 @@ def _cut(text: str) -> str:
 def _special(inv: Invocation, crow: Crow) -> object:
     """Quill's and Boss's answers built from the database (a Reply to post, or a message
     they already posted), or None for the brain."""
-    from nests.actions.chat import boss, quill
-
     if crow.role == Crow.Role.CHIEF_OF_STAFF:
         return boss.handle(inv, crow)
     if crow.role == Crow.Role.ASSISTANT:
         return quill.handle(inv, crow)
     return None
-
-
-def _post(inv: Invocation, crow: Crow, reply: Reply, finding: sentry.Finding | None = None) -> NestMessage:
-    from nests.actions.messages import post_message
-
-    return post_message(
-        reply.nest_id or inv.nest.nest_id,
-        author=crow.name,
-        text=reply.text,
-        kind=reply.kind,
-        refers_to=reply.refers_to,
-        to=reply.to,
-        invocation=inv,
-        on_behalf_of=reply.on_behalf_of,
-        relayed_from=reply.relayed_from,
-        finding=finding,
-    )
-
-
-def _say_for(inv: Invocation, text: str) -> None:
-    """A harness note in the room, so a requester is never left waiting in silence."""
-    from nests.actions.messages import post_message
-
-    post_message(inv.nest.nest_id, author=HARNESS, text=text, kind="say", tagged_by="header")
 
 
 def invoke_crow(invocation_id: int) -> Invocation | None:
@@ -298,7 +255,7 @@ def invoke_crow(invocation_id: int) -> Invocation | None:
         if isinstance(special, NestMessage):
             return _finish(inv, Invocation.Status.DONE, reply=special)
         if isinstance(special, Reply):
-            message = _post(inv, crow, special)
+            message = post_reply(inv, crow, special)
             if special.closes:
                 mark_answered(inv.trigger)
             return _finish(inv, Invocation.Status.DONE, reply=message)
@@ -310,7 +267,7 @@ def invoke_crow(invocation_id: int) -> Invocation | None:
                     budgets.announce_spent(inv.nest, budgets.locked_budget(inv.nest))
                 return _finish(inv, Invocation.Status.SKIPPED, tokens=tokens, error=error)
             ref, _ = answered(inv)
-            _say_for(inv, f"{crow.name} could not answer {ref.msg_id}: {error}")
+            say_for(inv, f"{crow.name} could not answer {ref.msg_id}: {error}")
             return _finish(inv, Invocation.Status.FAILED, tokens=tokens, error=error)
         finding = sentry.check_reply(inv, crow, text, tokens_out=tokens_out)
         if finding is not None:
@@ -318,9 +275,9 @@ def invoke_crow(invocation_id: int) -> Invocation | None:
             # evidence its flag refers to, and the crow is quarantined with it.
             ref, _ = answered(inv)
             evidence = Reply(text=_cut(text), kind="say", refers_to=ref.msg_id)
-            message = _post(inv, crow, evidence, finding)
+            message = post_reply(inv, crow, evidence, finding)
             return _finish(inv, Invocation.Status.DONE, reply=message, tokens=tokens)
-        message = _post(inv, crow, _shape(inv, text))
+        message = post_reply(inv, crow, _shape(inv, text))
         return _finish(inv, Invocation.Status.DONE, reply=message, tokens=tokens)
     except CrowsError as exc:
         # A refusal of the reply itself (rate limit, membership lost meanwhile): logged on

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from flock.models import Crow
 from flock.personas import TASK_TYPES
+from flock.vocab import HARNESS, TRUSTED
 from nests import queries
 from nests.models import ChatRequest, NestMessage
 from trust.actions import open_approval, record_auto_verdict
 from trust.models import Target, Verdict
 
-HARNESS = "harness"
 JUDGED_ROLES = (Crow.Role.WORKER,)
 
 
@@ -31,7 +31,7 @@ def review_delivery(message: NestMessage, *, request: ChatRequest, crow: Crow) -
         return
     task_type = request.task_type if request.task_type in TASK_TYPES else "chat"
     nest_id = message.nest.nest_id
-    if queries.trust_level(crow.name, task_type) >= queries.TRUSTED:
+    if queries.trust_level(crow.name, task_type) >= TRUSTED:
         record_auto_verdict(
             message.msg_id, target=Target.OUTPUT, nest_id=nest_id, task_type=task_type, holders=[crow.name]
         )

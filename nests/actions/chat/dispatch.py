@@ -35,6 +35,7 @@ from django.conf import settings
 from flock import jev as jev_service
 from flock.actions import log_jev_tag
 from flock.models import Crow
+from flock.vocab import HARNESS_AUTHORS, OWNER
 from nests import queries
 from nests.actions.chat import budgets
 from nests.actions.chat.claims import CONSPIRACY_CAP, decliners
@@ -42,8 +43,6 @@ from nests.models import ChatRequest, Claim, Invocation, Nest, NestMessage
 
 log = logging.getLogger("crows.chat")
 
-OWNER = "owner"
-HARNESS_AUTHORS = ("harness", "Sentry")
 FIT_VERSION = "crow-fit-1"
 _QUESTION_START = re.compile(
     r"^\s*(?:@\w+[\s,:]*)?(what|what's|whats|who|who's|where|when|why|how|which|is|are|was|were|do|does|"

@@ -17,12 +17,13 @@ import re
 
 from flock import jev as jev_service
 from flock.models import Crow
+from flock.vocab import OWNER
 from nests import queries
 from nests.actions.chat.claims import mark_relayed, request_for
 from nests.actions.chat.dispatch import best_fit
+from nests.actions.chat.replies import Reply, post_reply
 from nests.models import ChatRequest, Invocation, Nest, NestMessage
 
-OWNER = "owner"
 SUMMARY_REQUESTS = 10
 SUMMARY_NESTS = 5
 GIST_WORDS = 10
@@ -173,8 +174,6 @@ def _pick_crow(nest: Nest, trigger: NestMessage, task: str) -> tuple[str, float]
 
 
 def _relay(inv: Invocation, crow: Crow, nest_words: str, task: str) -> tuple[NestMessage | None, str]:
-    from nests.actions.chat.crows import Reply, _post
-
     trigger = inv.trigger
     target = queries.find_nest(nest_words)
     if target is None:
@@ -182,7 +181,7 @@ def _relay(inv: Invocation, crow: Crow, nest_words: str, task: str) -> tuple[Nes
         return None, f"I can't find a nest called “{nest_words}”. The nests are: {known}."
     pick, fit = _pick_crow(target, trigger, task)
     text = f"@{pick}, from @owner: {task}" if pick else f"From @owner: {task}"
-    relayed = _post(
+    relayed = post_reply(
         inv,
         crow,
         Reply(
@@ -198,8 +197,6 @@ def _relay(inv: Invocation, crow: Crow, nest_words: str, task: str) -> tuple[Nes
 
 def _route(inv: Invocation, crow: Crow) -> NestMessage | str:
     """An owner's open request nobody here may claim: address the best-fitting crow."""
-    from nests.actions.chat.crows import Reply, _post
-
     trigger = inv.trigger
     pick, fit = _pick_crow(inv.nest, trigger, trigger.text)
     if not pick:
@@ -207,7 +204,7 @@ def _route(inv: Invocation, crow: Crow) -> NestMessage | str:
             "Nobody in this room can take that yet. Add a crow to the nest, or ask @Boss to hatch one."
         )
     text = _words(trigger.text)
-    relayed = _post(
+    relayed = post_reply(
         inv,
         crow,
         Reply(
@@ -225,8 +222,6 @@ def _route(inv: Invocation, crow: Crow) -> NestMessage | str:
 
 
 def _relay_back(inv: Invocation) -> object:
-    from nests.actions.chat.crows import Reply
-
     delivered = inv.trigger
     request = request_for(delivered.nest, delivered.refers_to)
     origin = NestMessage.objects.select_related("nest").filter(msg_id=request.relayed_from).first() if request else None
@@ -245,8 +240,6 @@ def _relay_back(inv: Invocation) -> object:
 def handle(inv: Invocation, crow: Crow) -> object:
     """Quill's answer from the database (a Reply to post, or a message already posted), or
     None to let its brain answer."""
-    from nests.actions.chat.crows import Reply
-
     trigger = inv.trigger
     if inv.reason == "relay_back":
         return _relay_back(inv)

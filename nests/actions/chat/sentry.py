@@ -43,7 +43,8 @@ from django.db import transaction
 from flock import jev as jev_service
 from flock.brains.header import parse_header
 from flock.events import lock_event_log
-from flock.models import Crow
+from flock.models import Crow, JevTag
+from flock.vocab import HARNESS, OWNER, SENTRY
 from nests import queries
 from nests.models import ChatRequest, Invocation, Nest, NestMessage
 from trust.actions import open_decision, quarantine_crow, record_breach, reinstate_phrase
@@ -51,9 +52,6 @@ from trust.models import Breach, Decision
 
 log = logging.getLogger("crows.sentry")
 
-SENTRY = "Sentry"
-OWNER = "owner"
-HARNESS = "harness"
 GUARDRAIL_SCORE = 1.0
 # Jev's fit score (flock/jev/fit.py) is a similarity: unrelated texts land near 0 and a
 # good match rarely passes 0.3. Below this a claim is off-task: the crow's profile and the
@@ -204,17 +202,42 @@ def _fit(request: ChatRequest, crow: Crow) -> float:
     return fit
 
 
+def _declined(target: ChatRequest, author: str) -> str:
+    """The msg_id of `author`'s decline of `target`, or "": a message tagged decline, or
+    one whose own header was a decline (Jev may have read it as something else)."""
+    mine = NestMessage.objects.filter(nest=target.nest, refers_to=target.message.msg_id, author=author)
+    tagged = mine.filter(kind="decline").values_list("msg_id", flat=True).first()
+    if tagged:
+        return tagged
+    ids = list(mine.values_list("msg_id", flat=True))
+    meant = (
+        JevTag.objects.filter(question="kind", subject__in=ids, outcome__header="decline")
+        .values_list("subject", flat=True)
+        .first()
+    )
+    return meant or ""
+
+
 def check_post(
-    *, author: str, crow: Crow | None, kind: str, target: ChatRequest | None, invocation: Invocation | None
+    *,
+    author: str,
+    crow: Crow | None,
+    kind: str,
+    target: ChatRequest | None,
+    invocation: Invocation | None,
+    header: str = "",
 ) -> Finding | None:
-    """A breach in a crow's claim or deliver on `target`, or None. Owner and harness
-    messages are never read (the Sentry cannot see the owner's messages)."""
-    if crow is None or target is None or author in (OWNER, HARNESS, SENTRY) or kind not in ("claim", "deliver"):
+    """A breach in a crow's claim or deliver on `target`, or None. `kind` is the stored
+    kind and `header` the crow's own word on it: either saying claim or deliver counts.
+    Owner and harness messages are never read (the Sentry cannot see the owner's)."""
+    if crow is None or target is None or author in (OWNER, HARNESS, SENTRY):
         return None
+    if kind not in ("claim", "deliver"):
+        if header not in ("claim", "deliver"):
+            return None
+        kind = header
     msg_id = target.message.msg_id
-    declined = NestMessage.objects.filter(
-        nest=target.nest, kind="decline", refers_to=msg_id, author=author
-    ).values_list("msg_id", flat=True).first()
+    declined = _declined(target, author)
     if declined:
         verb = "claimed" if kind == "claim" else "delivered on"
         return Finding(

@@ -9,6 +9,7 @@ import { crowSvg } from "../crow_art.js";
 import { levelSteps } from "../charts.js";
 import { readLedger, historyPoints, LEVEL_WORDS, TASK_TYPES } from "../trustdata.js";
 import { toast, messageOf } from "../notify.js";
+import { DecisionBoard, BREACH_WORDS } from "../decisions.js";
 
 const ui = uiConfig();
 const name = ui.crow;
@@ -18,6 +19,23 @@ const history = (ui.trust_history || []).map((c) => ({
 }));
 const MAX_FLIGHTS = 15;
 let crow = null;
+const breaches = [...(ui.breaches || [])];
+const board = new DecisionBoard($("#decisions"));
+
+function drawBreaches() {
+  const box = $("#crow-breaches");
+  if (!breaches.length) {
+    box.replaceChildren(h("p", { class: "muted" }, `No breaches: the Sentry has never flagged ${name}.`));
+    return;
+  }
+  box.replaceChildren(h("ol", { class: "breach-log" }, breaches.map((b) => h("li", {},
+    h("span", { class: "chip breach-chip" }, BREACH_WORDS[b.kind] || b.kind),
+    ` score ${Number(b.score).toFixed(2)} `,
+    b.nest_id && b.msg_id ? h("a", { href: `/nests/${encodeURIComponent(b.nest_id)}#msg-${b.msg_id}` }, b.msg_id) : null,
+    b.flagged ? "" : h("span", { class: "muted" }, " (logged, not flagged again)"),
+    b.at ? h("time", { class: "muted", datetime: b.at }, ` ${fmtTime(b.at)}`) : null,
+    h("p", { class: "breach-evidence" }, b.evidence)))));
+}
 
 function cageSvg() {
   const el = document.createElementNS("http://www.w3.org/2000/svg", "svg");
@@ -99,6 +117,7 @@ function drawFlights() {
 function onEvent(event) {
   const d = event.data;
   if (d.crow !== name && d.holder !== name) return;
+  board.apply(event);
   switch (event.name) {
     case "crow.flying":
       flights.unshift({ task: "flight", item_id: d.item_id, list_id: d.list_id, ok: null, at: d.ts });
@@ -117,6 +136,11 @@ function onEvent(event) {
       drawTrust();
       break;
     case "crow.quarantined":
+      breaches.unshift({ kind: d.breach, score: d.score, evidence: d.evidence, nest_id: d.nest_id, msg_id: d.msg_id, flagged: true, at: d.ts });
+      drawBreaches();
+      if (crow) crow.status = "quarantined";
+      drawHero();
+      break;
     case "crow.reinstated":
     case "crow.retired":
       if (crow) crow.status = event.name === "crow.quarantined" ? "quarantined" : event.name === "crow.retired" ? "retired" : "active";
@@ -138,6 +162,8 @@ async function main() {
   }
   drawHero();
   drawFlights();
+  drawBreaches();
+  board.load((state.open_decisions || []).filter((dec) => dec.crow === name));
   await drawTrust();
   new Stream({ since: state.last_event_id ?? 0, liveAfter: state.last_event_id ?? 0, names: state.capabilities || [] })
     .onAny(onEvent)

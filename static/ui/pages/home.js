@@ -7,9 +7,10 @@ import { FlockStage } from "../flock.js";
 import { inputsFor } from "../rive_inputs.js";
 import { ListBook, ListStates, ownerHandlers, renderList, startCountdowns } from "../lists.js";
 import { showFormError, clearFormError, toast, announce, messageOf } from "../notify.js";
-import { DecisionBoard } from "../decisions.js";
+import { DecisionBoard, PendingDeliveries } from "../decisions.js";
+import { LEVEL_WORDS, OWNER } from "../vocab.js";
 
-const TRUST_WORDS = ["stranger", "regular", "trusted"];
+const TRUST_WORDS = LEVEL_WORDS;
 const ui = uiConfig();
 const config = ui.config || {};
 const book = new ListBook();
@@ -17,12 +18,28 @@ const stage = new FlockStage($("#wire"), { summary: $("#flock-summary") });
 const sending = new Set();
 const deadlines = new Map();
 const listsEl = $("#lists");
-const board = new DecisionBoard($("#decisions"), {
-  onChange: (n) => {
-    $("#decisions-panel").hidden = n === 0;
-    $("#decisions-count").textContent = plural(n, "decision");
-  },
-});
+// The governance panel: open decisions, and chat deliveries waiting for approval.
+function drawGovernancePanel() {
+  const decisions = board.open.size;
+  const deliveries = chatDeliveries.pending.size;
+  $("#decisions-panel").hidden = decisions + deliveries === 0;
+  $("#deliveries-title").hidden = deliveries === 0;
+  $("#decisions-count").textContent = [decisions ? plural(decisions, "decision") : "",
+    deliveries ? plural(deliveries, "delivery", "deliveries") : ""].filter(Boolean).join(" · ");
+}
+const board = new DecisionBoard($("#decisions"), { onChange: () => drawGovernancePanel() });
+const chatDeliveries = new PendingDeliveries($("#pending-deliveries"), { onChange: () => drawGovernancePanel() });
+let pendingTimer = null;
+function refreshChatDeliveriesSoon() {
+  clearTimeout(pendingTimer);
+  pendingTimer = setTimeout(async () => {
+    try {
+      chatDeliveries.load((await get("/api/state")).pending_approvals);
+    } catch (err) {
+      toast(`Could not read the deliveries waiting for you: ${messageOf(err)}`, "error");
+    }
+  }, 400);
+}
 
 const ctx = { config, sending, deadlines, onVerdict: sendVerdict, ...ownerHandlers };
 const states = new ListStates(ctx, (listId) => {
@@ -111,6 +128,8 @@ function readDeadlines(state) {
 function onEvent(event) {
   stage.apply(inputsFor(event.name, event.data), { live: event.live });
   board.apply(event);
+  if (event.name === "verdict") chatDeliveries.verdict(event.data);
+  if (event.live && event.name === "nest.message" && event.data.kind === "deliver") refreshChatDeliveriesSoon();
   const list = book.apply(event);
   if (list) {
     drawList(list);
@@ -181,7 +200,7 @@ function setupComposer() {
   const requester = $("#list-requester");
   const error = $("#list-error");
   const button = $("#list-send");
-  requester.value = localStorage.getItem("crows.requester") || "owner";
+  requester.value = localStorage.getItem("crows.requester") || OWNER;
   text.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
       e.preventDefault();
@@ -221,6 +240,7 @@ async function main() {
   }
   stage.setFlock(state.flock || []);
   board.load(state.open_decisions);
+  chatDeliveries.load(state.pending_approvals);
   readDeadlines(state);
   get("/api/nests").then((data) => {
     for (const n of data.nests || []) addNestOption(n.nest_id, n.name);
@@ -230,7 +250,7 @@ async function main() {
     since: ui.since ?? state.last_event_id,
     liveAfter: state.last_event_id ?? 0,
     names: state.capabilities || [],
-    onReconnect: refreshDeadlinesSoon,
+    onReconnect: () => { refreshDeadlinesSoon(); refreshChatDeliveriesSoon(); },
   }).onAny(onEvent).start();
 }
 

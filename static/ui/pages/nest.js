@@ -10,6 +10,7 @@ import { messageEl, attachAnswer, MentionBox } from "../chat.js";
 import { showFormError, clearFormError, toast, messageOf } from "../notify.js";
 import { DecisionBoard, DeliveryApprovals } from "../decisions.js";
 import { ReviewQueue } from "../review.js";
+import { OWNER } from "../vocab.js";
 
 const ui = uiConfig();
 const config = ui.config || {};
@@ -58,14 +59,14 @@ function setReply(msg) {
   const chip = $("#reply-chip");
   chip.hidden = !msg;
   if (msg) {
-    chip.replaceChildren(`Replying to ${msg.msg_id} (${msg.author === "owner" ? "you" : msg.author}) `,
+    chip.replaceChildren(`Replying to ${msg.msg_id} (${msg.author === OWNER ? "you" : msg.author}) `,
       h("button", { type: "button", class: "chip-close", "aria-label": "Stop replying", onclick: () => setReply(null) }, "×"));
     $("#composer-text").focus();
   }
 }
 
 function membersOf() {
-  if (room && Array.isArray(room.members)) return room.members.filter((m) => m !== "owner");
+  if (room && Array.isArray(room.members)) return room.members.filter((m) => m !== OWNER);
   if (nestId === "todo") return crows.map((c) => c.name);
   if (nestId.startsWith("dm-")) {
     const crow = crows.find((c) => `dm-${c.name.toLowerCase()}` === nestId);
@@ -188,7 +189,7 @@ function setupComposer() {
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     clearFormError(error);
-    const body = { author: "owner", text: ta.value };
+    const body = { author: OWNER, text: ta.value };
     if (replyTo) body.refers_to = replyTo;
     const button = $("#composer-send");
     button.disabled = true;
@@ -272,6 +273,12 @@ async function main() {
     .on("verdict", (event) => approvals.verdict(event.data))
     .onAny((event) => {
       board.apply(event);
+      if (["crow.quarantined", "crow.reinstated"].includes(event.name)) {
+        // The direct-chat list marks caged crows; keep it in step without a reload.
+        const c = crows.find((x) => x.name === event.data.crow);
+        if (c) c.status = event.name === "crow.quarantined" ? "quarantined" : "active";
+        drawRooms(nests);
+      }
       if (event.live && ["crow.quarantined", "crow.reinstated"].includes(event.name)) {
         toast(`${event.data.crow} ${event.name === "crow.quarantined" ? "is quarantined by the Sentry" : "is reinstated"}.`,
           event.name === "crow.quarantined" ? "error" : "good");

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('nests', '0003_chat'),
+        ('nests', '0004_message_kind_choices'),
     ]
 
     operations = [
