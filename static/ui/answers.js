@@ -41,6 +41,7 @@ export function renderedAnswer({ html, raw, mock = false, label = "the answer" }
   else body.textContent = raw || "";
   for (const pre of body.querySelectorAll("pre")) {
     const code = pre.textContent;
+    pre.tabIndex = 0; // a code block may scroll sideways: reachable by keyboard
     pre.before(h("div", { class: "code-tools" }, copyButton(code, "Copy this code block", "the code")));
   }
   for (const a of body.querySelectorAll("a[href]")) {

@@ -323,7 +323,7 @@ function flightLog(item, ctx) {
     flights ? (flights.length
       ? h("ol", {}, flights.map((f) => h("li", {},
         h("p", {}, h("strong", {}, f.crow), ` · ${f.task} · ${f.provider}:${f.model} · ${fmtTokens(f.tokens_in + f.tokens_out)} tokens${f.ok ? "" : ` · failed: ${f.error}`}`),
-        h("pre", { class: "prompt" }, f.prompt || "(no prompt recorded)"))))
+        h("pre", { class: "prompt", tabindex: "0", "aria-label": `Prompt given to ${f.crow}` }, f.prompt || "(no prompt recorded)"))))
       : h("p", { class: "muted" }, "No flights yet.")) : h("p", { class: "muted" }, "Loading…"));
   details.addEventListener("toggle", () => { if (details.open) ctx.loadFlights(item); });
   if (ctx.openFlights && ctx.openFlights.has(item.item_id)) details.open = true;

@@ -19,6 +19,7 @@ pytest.importorskip("playwright.sync_api", reason="the playwright package is not
 from playwright.sync_api import Page, expect
 
 from tests.browser.support import screenshot
+from tests.browser.test_desk_pages import _axe
 
 FIVE = [
     "Draft a launch tweet for the crow café",
@@ -140,6 +141,7 @@ def test_a_rejection_with_a_reason_then_a_retry_with_the_note_in_the_flight_log(
     flights = flock.get(f"/api/flights?item_id={item_id}").json()
     assert any("winter snow" in f["prompt"] for f in flights)
     screenshot(page, "retry-flight-log")
+    assert _axe(page) == []
 
 
 def test_an_auto_approved_answer_is_overruled_and_the_crow_drops_a_level(flock, open_page) -> None:
@@ -192,6 +194,7 @@ def test_an_edited_approval_shows_the_owners_text_and_leaves_the_streak(flock, o
     assert md.status_code == 200 and "Black wings at first light" in md.text
     assert "attachment" in md.headers["content-disposition"]
     screenshot(page, "edited-approval")
+    assert _axe(page) == []
     assert item_id in md.text or "Write a haiku" in md.text
 
 
@@ -231,6 +234,7 @@ def test_a_markdown_answer_with_a_code_block_renders_and_copies(scripted_flock, 
     output.locator(".answer-tools .copy-btn").click()
     assert page.evaluate("navigator.clipboard.readText()") == CODE_ANSWER
     screenshot(page, "markdown-answer")
+    assert _axe(page) == []
     output.focus()
     page.keyboard.press("a")
     wait_finished(flock, list_id)
