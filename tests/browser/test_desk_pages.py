@@ -169,3 +169,17 @@ def test_axe_finds_no_serious_or_critical_violation_on_any_page(flock, open_page
         if path == "/review":
             expect(page.locator(".review-output .mock-badge")).to_have_text("offline mock brain: placeholder answer")
     assert found == {}, found
+
+
+def test_the_new_pages_fit_a_phone_screen(flock, browser) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, reduced_motion="reduce")
+    try:
+        page = context.new_page()
+        flock.post("/api/lists", {"text": "Write a haiku about crows", "requester": "owner"})
+        for path in ("/review", "/settings", "/lists", "/glossary"):
+            page.goto(flock.url + path)
+            page.wait_for_load_state("networkidle")
+            overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+            assert overflow <= 0, f"{path} is {overflow}px wider than a phone screen"
+    finally:
+        context.close()
