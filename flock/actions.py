@@ -59,8 +59,9 @@ def record_flight(
     item_id: str = "",
     nest_id: str = "",
     msg_id: str = "",
+    prompt: str = "",
 ) -> Flight:
-    """Append one brain call to the flight log."""
+    """Append one brain call to the flight log, with what the crow was asked."""
     return Flight.objects.create(
         crow=crow,
         provider=provider,
@@ -76,6 +77,7 @@ def record_flight(
         latency_ms=latency_ms,
         ok=ok,
         error=error[:2000],
+        prompt=prompt[:PROMPT_LOG_MAX_CHARS],
     )
 
 
@@ -99,6 +101,8 @@ def log_jev_tag(answer: Any, *, subject: str = "", text: str = "", outcome: dict
 
 # --- Boss's orders: hatching and retiring crows (issue 5) -------------------------------
 
+# The flight log keeps at most this much of each prompt.
+PROMPT_LOG_MAX_CHARS = 20000
 CROW_NAME_RE = re.compile(r"^[A-Z][A-Za-z0-9_-]{0,39}$")
 RESERVED_NAMES = frozenset({"owner", "harness", "flock", "sentry", "elder", "all", "everyone"})
 MODEL_SPEC_RE = re.compile(r"^(?:mock|openai|anthropic|script)(?::[\w.:/-]{1,100})?$")

@@ -3,24 +3,62 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Router
 
-from flock import queries
-from flock.schemas import CrowOut, errors
+from flock import actions, queries
+from flock.brains.config import default_brain_spec
+from flock.brains.probe import is_mock, test_connection
+from flock.errors import BadInput, NotFound
+from flock.models import Crow
+from flock.schemas import BrainsOut, BrainTestIn, BrainTestOut, CrowOut, CrowPatchIn, errors
 
 router = Router(tags=["flock"])
 
 
+def crow_out(c: Crow) -> CrowOut:
+    return CrowOut(
+        name=c.name,
+        epithet=c.epithet,
+        strength=c.strength,
+        backstory=c.backstory,
+        role=c.role,
+        status=c.status,
+        model=c.brain_spec,
+        task_types=c.task_types,
+    )
+
+
 @router.get("/crows", response={200: list[CrowOut], **errors()})
 def list_crows(request: HttpRequest) -> list[CrowOut]:
-    return [
-        CrowOut(
-            name=c.name,
-            epithet=c.epithet,
-            strength=c.strength,
-            backstory=c.backstory,
-            role=c.role,
-            status=c.status,
-            model=c.brain_spec,
-            task_types=c.task_types,
-        )
-        for c in queries.living_crows()
-    ]
+    return [crow_out(c) for c in queries.living_crows()]
+
+
+@router.patch("/crows/{name}", response={200: CrowOut, **errors(404, 409, write=True)})
+def patch_crow(request: HttpRequest, name: str, payload: CrowPatchIn) -> CrowOut:
+    """Change a crow through the same action the admin uses (`crow.updated`).
+    `model: ""` puts the crow back on the default brain."""
+    fields = payload.model_dump(exclude_unset=True)
+    if any(v is None for v in fields.values()):
+        raise BadInput(f"{', '.join(k for k, v in fields.items() if v is None)} cannot be null")
+    return crow_out(actions.update_crow(name, by="owner", **fields))
+
+
+@router.get("/brains", response={200: BrainsOut, **errors()})
+def brains(request: HttpRequest) -> BrainsOut:
+    """The default brain and every crow's, for /settings."""
+    default = default_brain_spec()
+    return BrainsOut(default=default, default_is_mock=is_mock(default), crows=[crow_out(c) for c in queries.living_crows()])
+
+
+@router.post("/brains/test", response={200: BrainTestOut, **errors(404, write=True)})
+def test_brain(request: HttpRequest, payload: BrainTestIn) -> dict:
+    """Test connection: one tiny call, answered with the latency or the provider's error."""
+    if payload.crow and payload.model:
+        raise BadInput("name a crow or a model, not both")
+    spec = payload.model or ""
+    if payload.crow:
+        crow = Crow.objects.filter(name__iexact=payload.crow.strip().lstrip("@")).first()
+        if crow is None:
+            raise NotFound(f"no crow named {payload.crow[:40]!r}")
+        spec = crow.brain_spec
+    elif spec:
+        spec = actions.clean_crow_field("model", spec)
+    return test_connection(spec)

@@ -97,6 +97,9 @@ class Flight(models.Model):
     latency_ms = models.FloatField(default=0)
     ok = models.BooleanField()
     error = models.TextField(blank=True)
+    # What the crow was asked (system prompt and conversation), so the owner can read in
+    # the flight log what a crew was told, a retry's note included (docs/REVIEW.md).
+    prompt = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, ClassVar
 
 from ninja import Schema
-from pydantic import BeforeValidator, ConfigDict, Field, StrictInt, WrapValidator, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, StrictInt, StrictStr, WrapValidator, model_validator
 from pydantic_core import PydanticCustomError, PydanticUndefined, ValidationError
 
 # The error type whose message reaches the client as it is (crows_site/api.py).
@@ -136,3 +136,42 @@ def errors(*statuses: int, write: bool = False) -> dict[int, type[Schema]]:
     if write:
         codes |= {413, 415}
     return {code: (RateLimitedOut if code == 429 else ErrorOut) for code in sorted(codes)}
+
+
+class CrowPatchIn(StrictIn):
+    """Fields the owner may change (docs/REVIEW.md); each is checked by update_crow, which
+    names the exact problem in a 400. Absent fields stay as they are."""
+
+    model: Annotated[StrictStr | None, says("model must be a string, got {got}")] = rule(
+        "provider:model (mock, openai:…, anthropic:…, script:<path>), or \"\" for the default brain", default=None
+    )
+    epithet: Annotated[StrictStr | None, says("epithet must be a string, got {got}")] = None
+    strength: Annotated[StrictStr | None, says("strength must be a string, got {got}")] = None
+    backstory: Annotated[StrictStr | None, says("backstory must be a string, got {got}")] = None
+    persona: Annotated[StrictStr | None, says("persona must be a string, got {got}")] = None
+    voice: Annotated[StrictStr | None, says("voice must be a string, got {got}")] = None
+    task_types: Annotated[list[StrictStr] | None, says("task_types must be a list of task type names")] = None
+
+
+class BrainTestIn(StrictIn):
+    """Which brain to test: a crow's (`crow`), a spec (`model`), or neither: the default."""
+
+    crow: Annotated[StrictStr | None, says("crow must be a string, got {got}")] = None
+    model: Annotated[StrictStr | None, says("model must be a string, got {got}")] = None
+
+
+class BrainTestOut(Schema):
+    ok: bool
+    spec: str
+    provider: str
+    model: str
+    latency_ms: float
+    reply: str
+    error: str
+    mock: bool
+
+
+class BrainsOut(Schema):
+    default: str
+    default_is_mock: bool
+    crows: list[CrowOut]

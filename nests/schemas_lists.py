@@ -33,6 +33,16 @@ class ListCreatedOut(Schema):
     list_id: str
 
 
+class ItemVerdictOut(Schema):
+    target: str
+    verdict: str
+    attempt: int
+    reason: str
+    edited_text: str
+    overruled: bool
+    decided_at: str
+
+
 class ListItemOut(Schema):
     item_id: str
     text: str
@@ -45,6 +55,15 @@ class ListItemOut(Schema):
     crows: list[str]
     skip_reason: str
     tokens_used: int
+    # Extensions (docs/REVIEW.md).
+    attempt: int
+    owner_note: str
+    edited_text: str
+    overruled: bool
+    verdicts: list[ItemVerdictOut]
+    answer_html: str
+    edited_html: str
+    mock: bool
 
 
 class ListOut(Schema):
@@ -57,3 +76,15 @@ class ListOut(Schema):
     started_at: str
     finished_at: str | None
     items: list[ListItemOut]
+
+
+class RetryIn(StrictIn):
+    note: Annotated[StrictStr | None, says("note must be a string, got {got}")] = rule(
+        "the owner's note, put into every crew prompt of the new attempt", default=None, maxLength=2000
+    )
+
+
+class RetryOut(Schema):
+    item_id: str
+    list_id: str
+    attempt: int

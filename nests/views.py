@@ -18,10 +18,12 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 
 from flock import queries as flock_queries
+from flock.brains.config import default_brain_spec
+from flock.brains.probe import is_mock
 from flock.events import rfc3339
 from flock.models import Event, Flight, JevTag
 from flock.vocab import page_vocab
-from nests import queries
+from nests import queries, queries_lists
 from trust import queries as trust_queries
 
 # How many recent lists the flock page shows on load, besides every list still open.
@@ -50,7 +52,10 @@ def _page(request: HttpRequest, template: str, page: str, **context: Any) -> Htt
     # The vocabularies (message kinds, the owner/harness/Sentry names, trust levels) come
     # from their one source, flock/vocab.py, so the pages never spell their own.
     ui = {"page": page, "config": _ui_config(), "vocab": page_vocab(), **context.pop("ui", {})}
-    return render(request, template, {"ui": ui, "page": page, **context})
+    # Every page says so when the default brain is the offline mock (docs/REVIEW.md).
+    brain = default_brain_spec()
+    return render(request, template, {"ui": ui, "page": page, "default_brain": brain,
+                                      "brain_is_mock": is_mock(brain), **context})
 
 
 def _flock_page_cursor() -> int:
@@ -158,6 +163,40 @@ def list_report(request: HttpRequest, list_id: str) -> HttpResponse:
     if not Event.objects.filter(name="list.started", list_key=list_id).exists():
         raise Http404(f"no such list: {list_id}")
     return _page(request, "nests/list.html", "flock", ui={"list_id": list_id}, list_id=list_id)
+
+
+@never_cache
+def list_report_markdown(request: HttpRequest, list_id: str) -> HttpResponse:
+    text = queries_lists.report_markdown(list_id)
+    if text is None:
+        raise Http404(f"no such list: {list_id}")
+    response = HttpResponse(text, content_type="text/markdown; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{list_id}.md"'
+    return response
+
+
+@never_cache
+def review(request: HttpRequest) -> HttpResponse:
+    return _page(request, "nests/review.html", "review")
+
+
+@never_cache
+def settings_page(request: HttpRequest) -> HttpResponse:
+    return _page(request, "nests/settings.html", "settings", no_stream=True)
+
+
+@never_cache
+def archive(request: HttpRequest) -> HttpResponse:
+    try:
+        page = int(request.GET.get("page") or 1)
+    except ValueError:
+        page = 1
+    found = queries_lists.archive(request.GET.get("q", ""), page)
+    return _page(request, "nests/archive.html", "lists", found=found, no_stream=True)
+
+
+def glossary(request: HttpRequest) -> HttpResponse:
+    return _page(request, "nests/glossary.html", "glossary", no_stream=True)
 
 
 def static_file(request: HttpRequest, path: str) -> HttpResponse:

@@ -8,7 +8,7 @@ from django.http import HttpRequest
 from ninja import Router, Status
 
 from flock import queries as flock_queries
-from flock.errors import NotFound
+from flock.errors import BadInput, NotFound
 from flock.schemas import errors
 from trust import actions, queries
 from trust.schemas import DecisionAnswerIn, DecisionOut, TrustLedgerOut, VerdictIn
@@ -23,7 +23,17 @@ def trust_ledger(request: HttpRequest) -> dict[str, object]:
 
 @router.post("/verdicts", response={204: None, **errors(404, write=True)})
 def post_verdict(request: HttpRequest, payload: VerdictIn) -> Status[None]:
-    actions.record_owner_verdict(payload.item_id, target=payload.target, approve=payload.approve)
+    if payload.overrule:
+        if payload.approve is not None and payload.approve is not False:
+            raise BadInput("an overrule is a rejection: send approve false, or leave it out")
+        if payload.edited_text is not None:
+            raise BadInput("an overrule carries no edited_text")
+        actions.overrule_verdict(payload.item_id, target=payload.target or "output", reason=payload.reason)
+        return Status(204, None)
+    actions.record_owner_verdict(
+        payload.item_id, target=payload.target, approve=payload.approve,
+        reason=payload.reason, edited_text=payload.edited_text,
+    )
     return Status(204, None)
 
 

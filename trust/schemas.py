@@ -2,26 +2,49 @@
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from ninja import Schema
-from pydantic import StrictBool, StrictStr
+from pydantic import StrictBool, StrictStr, model_validator
+from pydantic_core import PydanticCustomError
 
-from flock.schemas import TEXT_PATTERN, StrictIn, rule, says
+from flock.schemas import API_ERROR, TEXT_PATTERN, StrictIn, rule, says
+
+# The answer must be there unless the owner overrules (then it is a no by definition): a
+# missing `approve` is refused, never read as a no.
+VERDICT_REQUIRED = {
+    "item_id": "item_id is required",
+    "target": "target is required: triage or output",
+    "approve": "approve is required: true or false",
+}
 
 
 class VerdictIn(StrictIn):
-    # A missing or non-boolean `approve` is refused, never read as a no.
-    REQUIRED: ClassVar[dict[str, str]] = {
-        "item_id": "item_id is required",
-        "target": "target is required: triage or output",
-        "approve": "approve is required: true or false",
-    }
     item_id: Annotated[StrictStr, says("item_id must be a non-empty string")] = rule(
-        "the item waiting for the owner", minLength=1, pattern=TEXT_PATTERN
+        "the item (or chat delivery) waiting for the owner", minLength=1, pattern=TEXT_PATTERN
     )
-    target: Annotated[Literal["triage", "output"], says("target must be triage or output, got {value}")]
-    approve: Annotated[StrictBool, says("approve must be true or false, got {got}")]
+    target: Annotated[Literal["triage", "output"] | None, says("target must be triage or output, got {value}")] = (
+        rule("required unless `overrule` (then `output`)", default=None)
+    )
+    approve: Annotated[StrictBool | None, says("approve must be true or false, got {got}")] = rule(
+        "required unless `overrule`", default=None
+    )
+    # Extensions (docs/REVIEW.md): the owner's reason, a corrected answer to approve, and
+    # the owner rejecting an auto-approved answer after the fact.
+    reason: Annotated[StrictStr | None, says("reason must be a string, got {got}")] = None
+    edited_text: Annotated[StrictStr | None, says("edited_text must be a string, got {got}")] = None
+    overrule: Annotated[StrictBool | None, says("overrule must be true or false, got {got}")] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _answer_required(cls, data: Any) -> Any:
+        raw = getattr(data, "_obj", data)
+        if isinstance(raw, dict):
+            overruling = raw.get("overrule") is True
+            for field, message in VERDICT_REQUIRED.items():
+                if raw.get(field) is None and not (overruling and field != "item_id"):
+                    raise PydanticCustomError(API_ERROR, message)
+        return data
 
 
 class TrustCellOut(Schema):

@@ -7,10 +7,11 @@ from django.tasks import task
 
 
 @task()
-def time_out_approval_task(item_id: str, target: str) -> str:
+def time_out_approval_task(item_id: str, target: str, attempt: int | None = None) -> str:
     from trust.actions.verdicts import time_out_approval
 
-    verdict = time_out_approval(item_id, target=target)
+    # `attempt` is absent from tasks queued before retries existed: the newest attempt.
+    verdict = time_out_approval(item_id, target=target, attempt=attempt)
     return verdict.verdict if verdict else "not due"
 
 

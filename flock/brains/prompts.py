@@ -188,6 +188,8 @@ def task_brief(request: BrainRequest) -> str:
             out.append(f"You are answering message {ctx['msg_id']} from @{who}.")
         if ctx.get("expect"):
             out.append(f"The room expects a {ctx['expect']} from you now.")
+    if ctx.get("owner_note"):
+        out.append(f"The owner's note on this retry (follow it): {ctx['owner_note']}")
     if ctx.get("budget_note"):
         out.append(f"Budget: {ctx['budget_note']}")
     if not out:
@@ -260,3 +262,10 @@ def conversation(request: BrainRequest) -> list[dict[str, str]]:
     if turns[-1]["role"] == "assistant":
         turns.append({"role": "user", "content": "(Your turn.)"})
     return turns
+
+
+def prompt_text(request: BrainRequest) -> str:
+    """The whole prompt as one readable text, for the flight log: the system prompt, then
+    each turn headed by its role."""
+    turns = "\n\n".join(f"[{turn['role']}]\n{turn['content']}" for turn in conversation(request))
+    return f"[system]\n{system_prompt(request)}\n\n{turns}".strip()

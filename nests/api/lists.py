@@ -9,7 +9,8 @@ from flock.errors import NotFound
 from flock.schemas import errors
 from nests import queries_lists
 from nests.actions import post_list
-from nests.schemas_lists import ListCreatedOut, ListIn, ListOut
+from nests.actions.lists import retry_item
+from nests.schemas_lists import ListCreatedOut, ListIn, ListOut, RetryIn, RetryOut
 
 router = Router(tags=["lists"])
 
@@ -26,3 +27,10 @@ def read_list(request: HttpRequest, list_id: str) -> dict[str, object]:
     if state is None:
         raise NotFound(f"no such list: {list_id[:40]!r}")
     return state
+
+
+@router.post("/items/{item_id}/retry", response={202: RetryOut, **errors(404, 409, write=True)})
+def retry(request: HttpRequest, item_id: str, payload: RetryIn) -> Status[dict]:
+    """Fly a rejected, timed-out or overruled item again with the owner's note."""
+    item = retry_item(item_id, note=payload.note, by="owner")
+    return Status(202, {"item_id": item.item_id, "list_id": item.todo_list.list_id, "attempt": item.attempt})

@@ -67,6 +67,10 @@ class Item(models.Model):
     tokens_used = models.PositiveIntegerField(default=0)
     tokens_reserved = models.PositiveIntegerField(default=0)
     ended_at = models.DateTimeField(null=True, blank=True)
+    # A retry (docs/REVIEW.md) flies the item again as the next attempt, with the owner's
+    # note in every crew prompt of that attempt.
+    attempt = models.PositiveSmallIntegerField(default=1)
+    owner_note = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["todo_list", "n"]
@@ -104,6 +108,7 @@ class Sortie(models.Model):
     task = models.CharField(max_length=12)  # the brain task: triage, answer, subtask, merge, synthesise
     subtask = models.TextField(blank=True)
     n = models.PositiveSmallIntegerField(default=0)
+    attempt = models.PositiveSmallIntegerField(default=1)  # the item's attempt it flew for
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PLANNED)
     # The process flying it; a flight claimed by a dead process is taken over after restart.
     claimed_by = models.CharField(max_length=40, blank=True)

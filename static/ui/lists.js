@@ -4,6 +4,9 @@
 
 import { h, fmtTokens, fmtClock, fmtTime, plural } from "./dom.js";
 import { crowAvatar } from "./crow_art.js";
+import { renderedAnswer, term } from "./answers.js";
+import { get, post } from "./api.js";
+import { toast, announce, messageOf } from "./notify.js";
 
 const VERDICT_WORDS = {
   approved: "approved by you",
@@ -32,6 +35,7 @@ export class ListBook {
       list.items.set(itemId, {
         item_id: itemId, n: list.items.size + 1, text: "", triage: null, crews: [], answer: null,
         answerCrows: [], verdicts: {}, pending: {}, skipped: null, tokens: 0, banter: [],
+        attempt: 1, note: "", overruled: false, reasons: {},
       });
     }
     return list.items.get(itemId);
@@ -80,12 +84,26 @@ export class ListBook {
         break;
       case "verdict":
         item.verdicts[data.target] = data.verdict;
+        if (data.reason) item.reasons[data.target] = data.reason;
+        if (data.edited) item.edited = true;
         delete item.pending[data.target];
         if (item.errors) delete item.errors[data.target];
         break;
       case "item.skipped":
         item.skipped = data.reason || "skipped";
         item.pending = {};
+        break;
+      case "verdict.overruled":
+        item.overruled = true;
+        if (data.reason) item.reasons.overrule = data.reason;
+        break;
+      case "item.retried":
+        // The item's next attempt: it starts again from triage, with the owner's note.
+        Object.assign(item, {
+          triage: null, crews: [], answer: null, answerCrows: [], verdicts: {}, pending: {}, skipped: null,
+          tokens: 0, attempt: data.attempt, note: data.note || "", overruled: false, reasons: {}, edited: false,
+        });
+        list.finished = null;
         break;
       case "requester.pranked":
         list.pranks.push({ message: data.message, cooldown_s: data.cooldown_s, ts: data.ts });
@@ -116,6 +134,7 @@ export class ListBook {
 
 export function itemStage(item) {
   if (item.skipped) return "skipped";
+  if (item.overruled) return "overruled";
   const out = item.verdicts.output;
   if (out === "approved" || out === "auto") return "done";
   if (item.pending.output) return "awaiting-output";
@@ -135,6 +154,7 @@ const STAGE_WORDS = {
   "awaiting-output": "waiting for your approval",
   done: "done",
   skipped: "skipped",
+  overruled: "overruled by you",
 };
 
 function stepState(item, step) {
@@ -142,7 +162,7 @@ function stepState(item, step) {
   const order = ["triage", "flight", "answer"];
   const at = {
     triage: "triage", "awaiting-triage": "triage", triaged: "flight", flying: "flight",
-    answered: "answer", "awaiting-output": "answer", done: "done", skipped: "skipped",
+    answered: "answer", "awaiting-output": "answer", done: "done", skipped: "skipped", overruled: "skipped",
   }[stage];
   if (at === "done") return "done";
   if (at === "skipped") {
@@ -225,7 +245,7 @@ function triageLine(item) {
   if (!item.triage) return null;
   const t = item.triage;
   return h("div", { class: "triage" },
-    h("span", { class: `chip mode-${t.mode}` }, t.mode),
+    h("span", { class: `chip mode-${t.mode}` }, term(t.mode)),
     h("span", { class: "chip" }, t.task_type),
     item.verdicts.triage ? h("span", { class: `verdict verdict-${item.verdicts.triage}` }, `triage ${VERDICT_WORDS[item.verdicts.triage] || item.verdicts.triage}`) : null,
     t.reason ? h("span", { class: "reason" }, t.reason) : null,
@@ -234,10 +254,23 @@ function triageLine(item) {
       : null);
 }
 
-function answerBlock(item, { full = false } = {}) {
+function answerBlock(item, ctx, { full = false } = {}) {
   if (item.answer === null) return null;
+  // The server's rendered answer when it has been read (GET /api/lists/{id}) for this
+  // very text; the plain text until then.
+  const state = ctx.itemState ? ctx.itemState.get(item.item_id) : null;
+  const fresh = state && state.answer === item.answer && state.attempt === item.attempt;
+  const label = `the answer to item ${item.n}`;
+  const edited = fresh && state.edited_text;
   return h("div", { class: "answer-wrap" },
-    h("div", { class: `answer${full ? " answer-full" : ""}`, tabindex: full ? null : "0", "aria-label": `Answer to item ${item.n}` }, item.answer),
+    edited
+      ? h("div", { class: "edited-answer" },
+        h("p", { class: "edited-label" }, h("strong", {}, "Your edited answer"), " (approved; the crow's original is below)"),
+        renderedAnswer({ html: state.edited_html, raw: state.edited_text, label: `your edited answer to item ${item.n}` }))
+      : null,
+    h("div", { class: `answer${full ? " answer-full" : ""}${edited ? " answer-original" : ""}`, tabindex: full ? null : "0", "aria-label": `Answer to item ${item.n}` },
+      edited ? h("p", { class: "muted" }, "The crow's original:") : null,
+      renderedAnswer({ html: fresh ? state.answer_html : "", raw: item.answer, mock: fresh ? state.mock : Boolean(ctx.mockBrain), label })),
     h("p", { class: "answer-by muted" },
       item.answerCrows.length ? `by ${item.answerCrows.join(", ")}` : "",
       item.verdicts.output ? h("span", { class: `verdict verdict-${item.verdicts.output}` }, ` · output ${VERDICT_WORDS[item.verdicts.output] || item.verdicts.output}`) : null));
@@ -247,6 +280,59 @@ function banterLines(entries) {
   if (!entries.length) return null;
   return h("ul", { class: "banter" }, entries.map((b) =>
     h("li", {}, h("strong", {}, b.crow), b.to ? ` to ${b.to}` : "", ": ", h("q", {}, b.text))));
+}
+
+function reasonsLine(item) {
+  const parts = Object.entries(item.reasons || {}).map(([target, reason]) =>
+    h("li", {}, h("strong", {}, target === "overrule" ? "Overruled: " : `${target} rejected: `), reason));
+  return parts.length ? h("ul", { class: "owner-reasons", "aria-label": "Your reasons" }, parts) : null;
+}
+
+function ownerActions(item, ctx) {
+  if (!ctx.onOverrule && !ctx.onRetry) return null;
+  const stage = itemStage(item);
+  const out = [];
+  if (ctx.onOverrule && stage === "done" && item.verdicts.output === "auto" && !item.overruled) {
+    out.push(h("button", { type: "button", class: "btn ghost reject overrule-btn",
+      "aria-label": `Overrule the auto-approved answer to item ${item.n}`,
+      onclick: () => ctx.onOverrule(item) }, "Overrule…"));
+  }
+  if (ctx.onRetry && (stage === "skipped" || stage === "overruled")) {
+    const id = `retry-note-${item.item_id}`;
+    const note = h("textarea", { id, rows: 2, class: "retry-note" });
+    const error = h("p", { class: "form-error", role: "alert", hidden: true });
+    const form = h("form", { class: "retry-form" },
+      h("label", { for: id }, `Fly item ${item.n} again, with a note for the crews`),
+      note,
+      h("button", { type: "submit", class: "btn primary retry-btn" }, "Retry with this note"),
+      error);
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      ctx.onRetry(item, note.value, error);
+    });
+    out.push(form);
+  }
+  return out.length ? h("div", { class: "owner-actions" }, out) : null;
+}
+
+function flightLog(item, ctx) {
+  const flights = ctx.flights ? ctx.flights.get(item.item_id) : null;
+  if (!ctx.loadFlights) return null;
+  const details = h("details", { class: "flight-log" },
+    h("summary", {}, "Flight log: what each crow was asked"),
+    flights ? (flights.length
+      ? h("ol", {}, flights.map((f) => h("li", {},
+        h("p", {}, h("strong", {}, f.crow), ` · ${f.task} · ${f.provider}:${f.model} · ${fmtTokens(f.tokens_in + f.tokens_out)} tokens${f.ok ? "" : ` · failed: ${f.error}`}`),
+        h("pre", { class: "prompt", tabindex: "0", "aria-label": `Prompt given to ${f.crow}` }, f.prompt || "(no prompt recorded)"))))
+      : h("p", { class: "muted" }, "No flights yet.")) : h("p", { class: "muted" }, "Loading…"));
+  details.addEventListener("toggle", () => { if (details.open) ctx.loadFlights(item); });
+  if (ctx.openFlights && ctx.openFlights.has(item.item_id)) details.open = true;
+  details.addEventListener("toggle", () => {
+    if (!ctx.openFlights) return;
+    if (details.open) ctx.openFlights.add(item.item_id);
+    else ctx.openFlights.delete(item.item_id);
+  });
+  return details;
 }
 
 function itemRow(item, ctx, { report = false } = {}) {
@@ -259,10 +345,15 @@ function itemRow(item, ctx, { report = false } = {}) {
     report && itemStage(item) === "done" ? null : track(item),
     triageLine(item),
     crewChips(item),
-    item.pending.triage && !report ? approvalBox(item, "triage", ctx) : null,
-    answerBlock(item, { full: report }),
-    item.pending.output && !report ? approvalBox(item, "output", ctx) : null,
+    item.note ? h("p", { class: "owner-note" }, h("strong", {}, `Attempt ${item.attempt}, your note: `), item.note) : null,
+    item.pending.triage && !report && !ctx.noApprovalBoxes ? approvalBox(item, "triage", ctx) : null,
+    answerBlock(item, ctx, { full: report }),
+    item.pending.output && !report && !ctx.noApprovalBoxes ? approvalBox(item, "output", ctx) : null,
     item.skipped ? h("p", { class: "skipped" }, `Skipped: ${item.skipped}`) : null,
+    item.overruled ? h("p", { class: "skipped overruled" }, "Overruled by you: the crows were demoted as for a rejection.") : null,
+    reasonsLine(item),
+    ownerActions(item, ctx),
+    flightLog(item, ctx),
     banterLines(item.banter),
     item.tokens ? budgetBar(item.tokens, ctx.config.item_token_budget || 6000, "item") : null);
 }
@@ -313,3 +404,61 @@ export function startCountdowns() {
     }
   }, 1000);
 }
+
+/** The server's view of each list's items (GET /api/lists/{id}): the rendered answers,
+ * the mock badge, the owner's edits and reasons. Read again shortly after an event that
+ * changes them; `redraw(listId)` is called after each read. */
+export class ListStates {
+  constructor(ctx, redraw) {
+    this.ctx = ctx;
+    this.redraw = redraw;
+    this.timers = new Map();
+    ctx.itemState = ctx.itemState || new Map();
+  }
+
+  static touches(name) {
+    return ["item.answered", "verdict", "verdict.overruled", "item.retried", "item.skipped", "list.finished"].includes(name);
+  }
+
+  soon(listId, ms = 250) {
+    clearTimeout(this.timers.get(listId));
+    this.timers.set(listId, setTimeout(() => this.read(listId), ms));
+  }
+
+  async read(listId) {
+    let state;
+    try {
+      state = await get(`/api/lists/${encodeURIComponent(listId)}`);
+    } catch {
+      return; // the answers stay as plain text; the stream still shows everything
+    }
+    for (const item of state.items || []) this.ctx.itemState.set(item.item_id, item);
+    this.redraw(listId, state);
+  }
+}
+
+
+/** Overrule an auto-approved answer (asks for a reason) and retry a skipped or overruled
+ * item with a note: the same on the flock page and the report. */
+export const ownerHandlers = {
+  onOverrule: async (item) => {
+    const reason = window.prompt(`Overrule the auto-approved answer to item ${item.n}? The crows who gave it are demoted as for a rejection.\n\nWhy? (optional)`, "");
+    if (reason === null) return;
+    try {
+      await post("/api/verdicts", { item_id: item.item_id, target: "output", overrule: true, ...(reason.trim() ? { reason: reason.trim() } : {}) });
+      announce(`Overruled the answer to item ${item.n}.`);
+    } catch (err) {
+      toast(messageOf(err), "error");
+    }
+  },
+  onRetry: async (item, note, errorEl) => {
+    errorEl.hidden = true;
+    try {
+      const made = await post(`/api/items/${encodeURIComponent(item.item_id)}/retry`, { note });
+      announce(`Item ${item.n} flies again (attempt ${made.attempt}).`);
+    } catch (err) {
+      errorEl.textContent = messageOf(err);
+      errorEl.hidden = false;
+    }
+  },
+};

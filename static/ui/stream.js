@@ -124,6 +124,9 @@ export class Stream {
     const event = { id, name, data, live: id === null || id > this.liveAfter };
     for (const fn of this.handlers.get(name) || []) this.safely(fn, event);
     for (const fn of this.anyHandlers) this.safely(fn, event);
+    // The waiting count on every page (waiting.js) listens here instead of opening a
+    // second stream: a page keeps to one connection.
+    if (event.live) window.dispatchEvent(new CustomEvent("crows:event", { detail: event }));
   }
 
   safely(fn, event) {

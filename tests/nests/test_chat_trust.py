@@ -95,3 +95,22 @@ def test_a_brains_delivery_opens_an_approval_too(launch, script_brains):
     deliver_msg = NestMessage.objects.get(kind="deliver")
     assert Approval.objects.get().item_id == deliver_msg.msg_id
     assert Approval.objects.get().holders == ["Munin"]
+
+
+def test_a_corrected_delivery_is_approved_with_the_owners_text_in_the_room_and_trust_unmoved(launch, capture_events):
+    msg_id = deliver(1)
+    with capture_events() as events:
+        record_owner_verdict(msg_id, target="output", approve=True, edited_text="Notes part 1, with the dates fixed.")
+    assert events.names() == ["verdict", "nest.message"]
+    assert events.named("verdict")[0]["edited"] is True
+    mark = events.named("nest.message")[0]
+    assert mark["author"] == "harness" and "with the dates fixed" in mark["text"]
+    assert trust_balance("Hugin", "writing") == (0, 0)
+    assert NestMessage.objects.get(msg_id=msg_id).text == "Notes part 1."
+
+
+def test_a_rejection_reason_is_said_in_the_room(launch, capture_events):
+    msg_id = deliver(1)
+    with capture_events() as events:
+        record_owner_verdict(msg_id, target="output", approve=False, reason="Wrong quarter.")
+    assert "The owner's reason: Wrong quarter." in events.named("nest.message")[0]["text"]

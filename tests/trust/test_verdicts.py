@@ -101,7 +101,7 @@ def test_a_timeout_is_scheduled_with_the_approval_and_fails_safe_without_moving_
     approval = _open()
     task = DBTaskResult.objects.get(task_path="trust.tasks.time_out_approval_task")
     assert abs((task.run_after - approval.deadline).total_seconds()) < 0.001
-    assert task.args_kwargs["args"] == ["Lx-1", "triage"]
+    assert task.args_kwargs["args"] == ["Lx-1", "triage", 1]  # item, target, attempt
     assert worker.run_pending() == 0  # not due yet
 
     past = timezone.now() - timedelta(seconds=1)

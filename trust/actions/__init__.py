@@ -16,6 +16,7 @@ from trust.actions.strikes import admit_post, on_strike, poster_key
 from trust.actions.verdicts import (
     on_verdict,
     open_approval,
+    overrule_verdict,
     record_auto_verdict,
     record_owner_verdict,
     reschedule_timeouts,
@@ -38,6 +39,7 @@ __all__ = [
     "on_strike",
     "on_verdict",
     "open_approval",
+    "overrule_verdict",
     "poster_key",
     "record_auto_verdict",
     "record_owner_verdict",

@@ -21,13 +21,13 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from flock.errors import BadInput, NotFound
+from flock.errors import BadInput, Conflict, NotFound
 from flock.events import emit, register_event_names
 from trust.actions.ledger import record_trust_outcome
 from trust.actions.locking import lock_event_log
 from trust.models import Approval, Target, Verdict
 
-register_event_names("verdict")
+register_event_names("verdict", "verdict.overruled")
 
 TARGETS = tuple(Target.values)
 
@@ -42,22 +42,41 @@ def on_verdict(hook: Callable[[Verdict], None]) -> Callable[[Verdict], None]:
     return hook
 
 
+REASON_MAX_CHARS = 2000
+EDITED_TEXT_MAX_CHARS = 20000
+
+
 def _emit_verdict(verdict: Verdict, *, by: str = "") -> None:
-    payload = {"item_id": verdict.item_id, "target": verdict.target, "verdict": verdict.verdict}
+    payload: dict[str, Any] = {"item_id": verdict.item_id, "target": verdict.target, "verdict": verdict.verdict}
     if by:
         payload["by"] = by  # who answered, when it was not the API (docs/OPERATING.md)
+    # Extensions (docs/REVIEW.md), present only when they say something.
+    if verdict.reason:
+        payload["reason"] = verdict.reason
+    if verdict.edited_text:
+        payload["edited"] = True
+    if verdict.attempt > 1:
+        payload["attempt"] = verdict.attempt
     emit("verdict", payload, list_id=verdict.list_id, nest_id=verdict.nest_id)
 
 
 def open_approval(
-    item_id: str, *, target: str, list_id: str = "", task_type: str, holders: list[str], nest_id: str = ""
+    item_id: str,
+    *,
+    target: str,
+    list_id: str = "",
+    task_type: str,
+    holders: list[str],
+    nest_id: str = "",
+    attempt: int = 1,
 ) -> Approval:
     """Wait for the owner's verdict on `target` of `item_id`, until CROWS_APPROVAL_TIMEOUT_S.
 
     Call it inside the transaction that announced the target (item.triaged or
     item.answered with needs_approval, or a chat delivery's nest.message), so the
     announcement, the approval and its timeout commit together. A chat delivery's
-    approval has its msg_id as `item_id`, no `list_id` and its room as `nest_id`."""
+    approval has its msg_id as `item_id`, no `list_id` and its room as `nest_id`.
+    `attempt` counts a retried item's flights (docs/REVIEW.md)."""
     from trust.tasks import time_out_approval_task
 
     with transaction.atomic():
@@ -70,18 +89,30 @@ def open_approval(
             task_type=task_type,
             holders=list(holders),
             deadline=deadline,
+            attempt=attempt,
         )
-        time_out_approval_task.using(run_after=deadline).enqueue(item_id, target)
+        time_out_approval_task.using(run_after=deadline).enqueue(item_id, target, attempt)
     return approval
 
 
-def record_auto_verdict(item_id: str, *, target: str, list_id: str = "", nest_id: str = "") -> Verdict:
+def record_auto_verdict(
+    item_id: str,
+    *,
+    target: str,
+    list_id: str = "",
+    nest_id: str = "",
+    attempt: int = 1,
+    task_type: str = "",
+    holders: list[str] | tuple[str, ...] = (),
+) -> Verdict:
     """Trust skipped approval: the target still gets its one verdict, `auto`. Trust does
-    not move. No hook runs: the pipeline records this itself and carries on."""
+    not move. No hook runs: the pipeline records this itself and carries on. The holders
+    and task type are kept so the owner can overrule it later (`overrule_verdict`)."""
     with transaction.atomic():
         lock_event_log()
         verdict = Verdict.objects.create(
-            item_id=item_id, target=target, list_id=list_id, nest_id=nest_id, verdict=Verdict.Value.AUTO
+            item_id=item_id, target=target, list_id=list_id, nest_id=nest_id, verdict=Verdict.Value.AUTO,
+            attempt=attempt, task_type=task_type, holders=list(holders),
         )
         _emit_verdict(verdict)
     return verdict
@@ -104,9 +135,47 @@ def _check_body(item_id: Any, target: Any, approve: Any) -> tuple[str, str, bool
     return item_id.strip(), target, approve
 
 
-def _decide(approval: Approval, value: str, *, by: str = "") -> Verdict | None:
+def check_reason(reason: Any) -> str:
+    """The owner's optional reason: a string of at most REASON_MAX_CHARS, whitespace trimmed."""
+    if reason is None:
+        return ""
+    if not isinstance(reason, str):
+        raise BadInput(f"reason must be a string, got {type(reason).__name__}")
+    reason = reason.strip()
+    if len(reason) > REASON_MAX_CHARS:
+        raise BadInput(f"reason is {len(reason):,} characters long; at most {REASON_MAX_CHARS:,}")
+    return reason
+
+
+def check_edited_text(edited_text: Any, *, target: str, approve: bool) -> str:
+    if edited_text is None:
+        return ""
+    if not isinstance(edited_text, str):
+        raise BadInput(f"edited_text must be a string, got {type(edited_text).__name__}")
+    if target != Target.OUTPUT:
+        raise BadInput("edited_text corrects an answer: it goes with target output")
+    if not approve:
+        raise BadInput("edited_text is approved text: send it with approve true")
+    if not edited_text.strip():
+        raise BadInput("edited_text is empty: send the corrected answer, or approve without it")
+    if len(edited_text) > EDITED_TEXT_MAX_CHARS:
+        raise BadInput(f"edited_text is {len(edited_text):,} characters long; at most {EDITED_TEXT_MAX_CHARS:,}")
+    return edited_text
+
+
+def _waiting_approval(item_id: str, target: str, attempt: int | None = None) -> Approval | None:
+    """Lock the approval of the item's newest attempt (or of `attempt`) for `target`."""
+    rows = Approval.objects.select_for_update().filter(item_id=item_id, target=target)
+    if attempt is not None:
+        rows = rows.filter(attempt=attempt)
+    return rows.order_by("-attempt").first()
+
+
+def _decide(
+    approval: Approval, value: str, *, by: str = "", reason: str = "", edited_text: str = ""
+) -> Verdict | None:
     """Record `value` for a locked approval; None when it was already decided."""
-    if Verdict.objects.filter(item_id=approval.item_id, target=approval.target).exists():
+    if Verdict.objects.filter(item_id=approval.item_id, target=approval.target, attempt=approval.attempt).exists():
         return None
     try:
         # The savepoint keeps the caller's transaction usable if the constraint fires.
@@ -118,6 +187,11 @@ def _decide(approval: Approval, value: str, *, by: str = "") -> Verdict | None:
                 nest_id=approval.nest_id,
                 verdict=value,
                 approval=approval,
+                attempt=approval.attempt,
+                reason=reason,
+                edited_text=edited_text,
+                task_type=approval.task_type,
+                holders=list(approval.holders),
             )
     except IntegrityError:
         return None
@@ -125,46 +199,110 @@ def _decide(approval: Approval, value: str, *, by: str = "") -> Verdict | None:
     return verdict
 
 
-def record_owner_verdict(item_id: Any, *, target: Any, approve: Any, by: str = "") -> Verdict:
+def record_owner_verdict(
+    item_id: Any,
+    *,
+    target: Any,
+    approve: Any,
+    by: str = "",
+    reason: Any = None,
+    edited_text: Any = None,
+) -> Verdict:
     """The owner's answer to a waiting approval; moves the holders' trust.
+
+    `reason` (optional) is kept with the verdict. `edited_text` approves the owner's
+    correction of the answer instead of the crow's text: the item counts as answered, and
+    trust does not move either way, since the owner neither accepted nor refused the
+    crow's work as it was (docs/REVIEW.md).
 
     Raises BadInput for a bad body and NotFound when nothing waits for this target
     (never asked, already answered, timed out, or lost a race to another answer)."""
     item_id, target, approve = _check_body(item_id, target, approve)
+    reason = check_reason(reason)
+    edited = check_edited_text(edited_text, target=target, approve=approve)
     with transaction.atomic():
         lock_event_log()
-        approval = Approval.objects.select_for_update().filter(item_id=item_id, target=target).first()
+        approval = _waiting_approval(item_id, target)
         value = Verdict.Value.APPROVED if approve else Verdict.Value.REJECTED
-        verdict = _decide(approval, value, by=by) if approval else None
+        verdict = _decide(approval, value, by=by, reason=reason, edited_text=edited) if approval else None
         if verdict is None:
             raise NotFound(f"nothing is waiting for a {target} verdict on {item_id!r}")
-        for holder in approval.holders:
-            record_trust_outcome(
-                holder,
-                task_type=approval.task_type,
-                approved=approve,
-                list_id=approval.list_id,
-                item_id=item_id,
-                nest_id=approval.nest_id,
-            )
+        if not edited:
+            for holder in approval.holders:
+                record_trust_outcome(
+                    holder,
+                    task_type=approval.task_type,
+                    approved=approve,
+                    list_id=approval.list_id,
+                    item_id=item_id,
+                    nest_id=approval.nest_id,
+                )
         for hook in _verdict_hooks:
             hook(verdict)
     return verdict
 
 
-def time_out_approval(item_id: str, *, target: str) -> Verdict | None:
+def overrule_verdict(item_id: Any, *, target: Any = Target.OUTPUT, reason: Any = None, by: str = "owner") -> Verdict:
+    """The owner rejects an answer trust had let through (`auto`) after the fact.
+
+    The verdict is marked overruled (it stays `auto` in the record of what happened then)
+    and every holder it judged is demoted exactly as an owner rejection demotes, which
+    emits `trust.changed` where a level falls; `verdict.overruled` tells the pages.
+    NotFound when the target has no verdict; Conflict when it was not `auto` or is
+    already overruled."""
+    if item_id is None or not isinstance(item_id, str) or not item_id.strip():
+        raise BadInput("item_id must be a non-empty string")
+    item_id = item_id.strip()
+    if target != Target.OUTPUT:
+        raise BadInput("only an answer (target output) can be overruled")
+    reason = check_reason(reason)
+    with transaction.atomic():
+        lock_event_log()
+        verdict = (
+            Verdict.objects.select_for_update().filter(item_id=item_id, target=target).order_by("-attempt").first()
+        )
+        if verdict is None:
+            raise NotFound(f"no {target} verdict on {item_id!r} to overrule")
+        if verdict.verdict != Verdict.Value.AUTO:
+            raise Conflict(
+                f"only an auto-approved answer can be overruled; {item_id!r} was {verdict.verdict} "
+                "(answer it while it waits instead)"
+            )
+        if verdict.overruled_at is not None:
+            raise Conflict(f"the answer to {item_id!r} is already overruled")
+        verdict.overruled_at = timezone.now()
+        verdict.reason = reason
+        verdict.save(update_fields=["overruled_at", "reason"])
+        if verdict.task_type:
+            for holder in verdict.holders:
+                record_trust_outcome(
+                    holder, task_type=verdict.task_type, approved=False, list_id=verdict.list_id,
+                    item_id=item_id, nest_id=verdict.nest_id,
+                )
+        payload: dict[str, Any] = {
+            "item_id": item_id, "target": verdict.target, "holders": list(verdict.holders), "by": by,
+        }
+        if reason:
+            payload["reason"] = reason
+        if verdict.attempt > 1:
+            payload["attempt"] = verdict.attempt
+        emit("verdict.overruled", payload, list_id=verdict.list_id, nest_id=verdict.nest_id)
+    return verdict
+
+
+def time_out_approval(item_id: str, *, target: str, attempt: int | None = None) -> Verdict | None:
     """Fail safe: a target still waiting at its deadline gets `timeout`, which counts as a
     rejection for the item but never moves trust. Idempotent; None when nothing was due."""
     with transaction.atomic():
         lock_event_log()
-        approval = Approval.objects.select_for_update().filter(item_id=item_id, target=target).first()
+        approval = _waiting_approval(item_id, target, attempt)
         if approval is None or Verdict.objects.filter(approval=approval).exists():
             return None
         if approval.deadline > timezone.now():
             # Too early (a clock step, a hand-run task): try again at the deadline.
             from trust.tasks import time_out_approval_task
 
-            time_out_approval_task.using(run_after=approval.deadline).enqueue(item_id, target)
+            time_out_approval_task.using(run_after=approval.deadline).enqueue(item_id, target, approval.attempt)
             return None
         verdict = _decide(approval, Verdict.Value.TIMEOUT)
         if verdict is None:
@@ -180,10 +318,10 @@ def reschedule_timeouts() -> int:
     harmless, since a decided approval ignores its timeout."""
     from trust.tasks import time_out_approval_task
 
-    waiting = Approval.objects.filter(verdict__isnull=True).values_list("item_id", "target", "deadline")
+    waiting = Approval.objects.filter(verdict__isnull=True).values_list("item_id", "target", "deadline", "attempt")
     count = 0
     with transaction.atomic():
-        for item_id, target, deadline in waiting:
-            time_out_approval_task.using(run_after=deadline).enqueue(item_id, target)
+        for item_id, target, deadline, attempt in waiting:
+            time_out_approval_task.using(run_after=deadline).enqueue(item_id, target, attempt)
             count += 1
     return count

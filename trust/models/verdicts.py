@@ -30,11 +30,16 @@ class Approval(models.Model):
     # Whose trust the owner's answer moves: ["flock"] for triage, the contributing crows
     # for an output.
     holders = models.JSONField(default=list)
+    # A retried item (docs/REVIEW.md) flies again as attempt 2, 3 ...: each attempt has its
+    # own approvals and verdicts.
+    attempt = models.PositiveSmallIntegerField(default=1)
     opened_at = models.DateTimeField(auto_now_add=True)
     deadline = models.DateTimeField()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["item_id", "target"], name="approval_once")]
+        constraints = [
+            models.UniqueConstraint(fields=["item_id", "target", "attempt"], name="approval_once_per_attempt")
+        ]
         indexes = [models.Index(fields=["deadline"], name="approval_deadline")]
 
     def __str__(self) -> str:
@@ -57,9 +62,21 @@ class Verdict(models.Model):
         Approval, null=True, blank=True, on_delete=models.PROTECT, related_name="verdict"
     )
     decided_at = models.DateTimeField(auto_now_add=True)
+    attempt = models.PositiveSmallIntegerField(default=1)
+    # The owner's words (docs/REVIEW.md): why a rejection or an overrule, and an answer the
+    # owner corrected before approving it (the crow's original stays on the item).
+    reason = models.TextField(blank=True, default="")
+    edited_text = models.TextField(blank=True, default="")
+    # Whose work it judged and for which task type, kept for an auto verdict too, so the
+    # owner can overrule it later and demote exactly those holders.
+    task_type = models.CharField(max_length=16, blank=True, default="")
+    holders = models.JSONField(default=list, blank=True)
+    overruled_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["item_id", "target"], name="verdict_once")]
+        constraints = [
+            models.UniqueConstraint(fields=["item_id", "target", "attempt"], name="verdict_once_per_attempt")
+        ]
 
     def __str__(self) -> str:
         return f"{self.item_id}/{self.target}: {self.verdict}"

@@ -32,7 +32,9 @@ def review_delivery(message: NestMessage, *, request: ChatRequest, crow: Crow) -
     task_type = request.task_type if request.task_type in TASK_TYPES else "chat"
     nest_id = message.nest.nest_id
     if queries.trust_level(crow.name, task_type) >= TRUSTED:
-        record_auto_verdict(message.msg_id, target=Target.OUTPUT, nest_id=nest_id)
+        record_auto_verdict(
+            message.msg_id, target=Target.OUTPUT, nest_id=nest_id, task_type=task_type, holders=[crow.name]
+        )
         return
     open_approval(
         message.msg_id, target=Target.OUTPUT, nest_id=nest_id, task_type=task_type, holders=[crow.name]
@@ -41,16 +43,24 @@ def review_delivery(message: NestMessage, *, request: ChatRequest, crow: Crow) -
 
 def mark_delivery_verdict(verdict: Verdict) -> None:
     """The `on_verdict` hook: a chat delivery the owner rejected, or that timed out, is
-    marked in its room by the harness (the request's requester sees it was not taken)."""
-    if not verdict.nest_id or verdict.target != Target.OUTPUT or verdict.passed:
+    marked in its room by the harness (the request's requester sees it was not taken);
+    one the owner corrected before approving it carries the owner's text into the room
+    (docs/REVIEW.md), since the crow's message itself stays as the crow wrote it."""
+    if not verdict.nest_id or verdict.target != Target.OUTPUT:
+        return
+    if verdict.passed and not verdict.edited_text:
         return
     delivered = NestMessage.objects.filter(msg_id=verdict.item_id).first()
     if delivered is None:
         return
     from nests.actions.messages import post_message
 
-    if verdict.verdict == Verdict.Value.REJECTED:
+    if verdict.passed:
+        text = f"The owner approved {delivered.msg_id}, {delivered.author}'s delivery, corrected to:\n\n{verdict.edited_text}"
+    elif verdict.verdict == Verdict.Value.REJECTED:
         text = f"The owner rejected {delivered.msg_id}, {delivered.author}'s delivery: it does not stand."
+        if verdict.reason:
+            text += f" The owner's reason: {verdict.reason}"
     else:
         text = (
             f"No verdict on {delivered.msg_id}, {delivered.author}'s delivery, came in time: "

@@ -13,6 +13,7 @@ from nests.actions.lists.intake import post_list, split_items
 from nests.actions.lists.pranks import prank_flying_lists
 from nests.actions.lists.progress import answer_item, start_flights
 from nests.actions.lists.recovery import recover_lists
+from nests.actions.lists.retry import retry_item
 from nests.actions.lists.triage import conclude_triage
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "prank_flying_lists",
     "recover_lists",
     "resume_after_verdict",
+    "retry_item",
     "skip_item",
     "speak_banter",
     "split_items",

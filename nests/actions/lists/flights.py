@@ -19,7 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from flock.actions import record_flight
-from flock.brains import BrainReply, BrainRequest, get_brain
+from flock.brains import BrainReply, BrainRequest, get_brain, prompt_text
 from flock.events import emit, register_event_names
 from flock.models import Crow
 from nests.actions.lists import briefs
@@ -66,10 +66,13 @@ def request_for(sortie: Sortie, item: Item) -> BrainRequest:
         context.update(task_type=item.task_type, mode=item.mode or "solo")
     if sortie.subtask:
         context["subtask"] = sortie.subtask
+    if item.owner_note and sortie.attempt == item.attempt:
+        # A retry's note goes to every crow of the attempt, the Sentry included.
+        context["owner_note"] = item.owner_note
     if sortie.role == Sortie.Role.ELDER:
         context["parts"] = [
             {"crow": s.crow, "text": s.text, **({"subtask": s.subtask} if s.subtask else {})}
-            for s in item.sorties.filter(role=Sortie.Role.WORKER, status=Sortie.Status.LANDED, ok=True).order_by("n", "id")
+            for s in item.sorties.filter(attempt=item.attempt, role=Sortie.Role.WORKER, status=Sortie.Status.LANDED, ok=True).order_by("n", "id")
         ]
     return briefs.brief(crow, task=sortie.task, context=context)
 
@@ -167,7 +170,7 @@ def land_sortie(sortie_pk: int, reply: BrainReply, *, jev: dict[str, Any] | None
             crow=sortie.crow, provider=reply.provider, model=reply.model, task=sortie.task,
             ok=reply.ok, tokens_in=reply.tokens_in, tokens_out=reply.tokens_out,
             latency_ms=reply.latency_ms, error=error, task_type=item.task_type,
-            list_id=todo.list_id, item_id=item.item_id,
+            list_id=todo.list_id, item_id=item.item_id, prompt=prompt_text(request_for(sortie, item)),
         )
         landed: dict[str, Any] = {"item_id": item.item_id, "crow": sortie.crow, "ok": reply.ok, "tokens": tokens}
         if not reply.ok:

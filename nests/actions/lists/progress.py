@@ -64,7 +64,7 @@ def elder_name() -> str:
 
 def after_worker_landed(item: Item) -> Item:
     """Once every worker of the item is down: answer (solo), call the Elder, or skip."""
-    workers = list(item.sorties.filter(role=Sortie.Role.WORKER).order_by("n", "id"))
+    workers = list(item.sorties.filter(attempt=item.attempt, role=Sortie.Role.WORKER).order_by("n", "id"))
     if any(s.status not in (Sortie.Status.LANDED, Sortie.Status.CANCELLED) for s in workers):
         return item
     good = [s for s in workers if s.status == Sortie.Status.LANDED and s.ok]
@@ -81,7 +81,7 @@ def after_worker_landed(item: Item) -> Item:
 
 def after_elder_landed(item: Item, elder: Sortie) -> Item:
     good = list(
-        item.sorties.filter(role=Sortie.Role.WORKER, status=Sortie.Status.LANDED, ok=True).order_by("n", "id")
+        item.sorties.filter(attempt=item.attempt, role=Sortie.Role.WORKER, status=Sortie.Status.LANDED, ok=True).order_by("n", "id")
     )
     if elder.ok and elder.text.strip():
         return answer_item(item, answer=elder.text, crows=[*(s.crow for s in good), elder.crow])
@@ -107,8 +107,14 @@ def answer_item(item: Item, *, answer: str, crows: list[str]) -> Item:
             list_id=list_id,
         )
         if needs_approval:
-            open_approval(item.item_id, target=Target.OUTPUT, list_id=list_id, task_type=item.task_type, holders=crows)
+            open_approval(
+                item.item_id, target=Target.OUTPUT, list_id=list_id, task_type=item.task_type, holders=crows,
+                attempt=item.attempt,
+            )
         else:
-            record_auto_verdict(item.item_id, target=Target.OUTPUT, list_id=list_id)
+            record_auto_verdict(
+                item.item_id, target=Target.OUTPUT, list_id=list_id, attempt=item.attempt,
+                task_type=item.task_type, holders=crows,
+            )
             mark_answered(item)
     return item

@@ -48,6 +48,7 @@ def plan_sortie(
         task=task,
         subtask=subtask,
         n=n,
+        attempt=item.attempt,
     )
     queue_sortie(sortie)
     return sortie

@@ -157,9 +157,12 @@ def conclude_triage(item: Item, *, reply: BrainReply, jev: dict[str, Any]) -> It
         if needs_approval:
             open_approval(
                 item.item_id, target=Target.TRIAGE, list_id=list_id, task_type=triage.task_type,
-                holders=[FLOCK_HOLDER],
+                holders=[FLOCK_HOLDER], attempt=item.attempt,
             )
         else:
-            record_auto_verdict(item.item_id, target=Target.TRIAGE, list_id=list_id)
+            record_auto_verdict(
+                item.item_id, target=Target.TRIAGE, list_id=list_id, attempt=item.attempt,
+                task_type=triage.task_type, holders=[FLOCK_HOLDER],
+            )
             start_flights(item)
     return item

@@ -5,7 +5,7 @@ import { get, post, ApiError } from "../api.js";
 import { Stream } from "../stream.js";
 import { FlockStage } from "../flock.js";
 import { inputsFor } from "../rive_inputs.js";
-import { ListBook, renderList, startCountdowns } from "../lists.js";
+import { ListBook, ListStates, ownerHandlers, renderList, startCountdowns } from "../lists.js";
 import { showFormError, clearFormError, toast, announce, messageOf } from "../notify.js";
 import { DecisionBoard, PendingDeliveries } from "../decisions.js";
 import { LEVEL_WORDS, OWNER } from "../vocab.js";
@@ -41,7 +41,11 @@ function refreshChatDeliveriesSoon() {
   }, 400);
 }
 
-const ctx = { config, sending, deadlines, onVerdict: sendVerdict };
+const ctx = { config, sending, deadlines, onVerdict: sendVerdict, ...ownerHandlers };
+const states = new ListStates(ctx, (listId) => {
+  const list = book.lists.get(listId);
+  if (list) drawList(list);
+});
 
 function drawList(list) {
   const existing = document.getElementById(`list-${list.list_id}`);
@@ -61,13 +65,16 @@ function drawAwaiting() {
   const box = $("#awaiting");
   box.hidden = pending.length === 0;
   if (!pending.length) return;
+  const short = (text) => (text.length > 60 ? `${text.slice(0, 57)}…` : text);
   $("#awaiting-text").replaceChildren(
     `${plural(pending.length, "approval")} waiting: `,
     ...pending.slice(0, 6).flatMap(({ item, target }, i) => [
-      i ? ", " : "",
-      h("a", { href: `#item-${item.item_id}` }, `item ${item.item_id} (${target})`),
+      i ? "; " : "",
+      h("a", { href: `#item-${item.item_id}` }, `“${short(item.text || item.item_id)}” (${target === "triage" ? "triage call" : "answer"})`),
     ]),
     pending.length > 6 ? `, and ${pending.length - 6} more` : "",
+    " ",
+    h("a", { class: "btn small", href: "/review" }, "Review them with the keyboard →"),
   );
 }
 
@@ -127,6 +134,7 @@ function onEvent(event) {
   if (list) {
     drawList(list);
     drawAwaiting();
+    if (ListStates.touches(event.name)) states.soon(list.list_id, event.live ? 250 : 1500);
   }
   if (!event.live) return;
   const d = event.data;

@@ -10,6 +10,7 @@ import { messageEl, attachAnswer, MentionBox } from "../chat.js";
 import { showFormError, clearFormError, toast, messageOf } from "../notify.js";
 import { DecisionBoard, DeliveryApprovals } from "../decisions.js";
 import { ExpectationsPanel, DebatesPanel, isOwnerSummary } from "../ledger.js";
+import { ReviewQueue } from "../review.js";
 import { OWNER } from "../vocab.js";
 
 const ui = uiConfig();
@@ -26,6 +27,15 @@ const board = new DecisionBoard($("#decisions"), { nestId });
 const approvals = new DeliveryApprovals(nestId);
 const expectations = new ExpectationsPanel($("#expectations"), nestId);
 const debates = new DebatesPanel($("#debates"), nestId);
+// The review queue's cards for this room (its lists' items and deliveries; its decisions
+// have their own board above), kept local to this page.
+new ReviewQueue($("#review-inline"), {
+  nestId, skipDecisions: true,
+  onCount: (n) => {
+    $("#review-inline-panel").hidden = n === 0;
+    $("#review-inline-n").textContent = String(n);
+  },
+});
 
 function nearBottom() {
   return list.scrollHeight - list.scrollTop - list.clientHeight < 120;

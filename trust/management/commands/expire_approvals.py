@@ -16,19 +16,19 @@ from trust.actions import expire_decision, time_out_approval
 from trust.models import Approval, Decision
 
 
-def overdue_approvals() -> list[tuple[str, str]]:
+def overdue_approvals() -> list[tuple[str, str, int]]:
     return list(
         Approval.objects.filter(verdict__isnull=True, deadline__lte=timezone.now())
         .order_by("deadline", "id")
-        .values_list("item_id", "target")
+        .values_list("item_id", "target", "attempt")
     )
 
 
 def expire_overdue_approvals(*, dry_run: bool = False, progress: Any = None) -> list[str]:
     """Time out every approval past its deadline (verdict `timeout`, the fail-safe)."""
     closed = []
-    for item_id, target in overdue_approvals():
-        if dry_run or time_out_approval(item_id, target=target) is not None:
+    for item_id, target, attempt in overdue_approvals():
+        if dry_run or time_out_approval(item_id, target=target, attempt=attempt) is not None:
             closed.append(f"{item_id} ({target})")
         if progress:
             progress.advance()

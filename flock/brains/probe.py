@@ -1,0 +1,50 @@
+"""Test connection (docs/REVIEW.md "Brains from the page"): one tiny call to a brain.
+
+The owner checks a crow's brain, or the default one, from /settings before trusting a
+list to it. The call asks for a one-word reply with a small token cap; the answer is the
+latency, or the provider's own error sentence (the brains already word every failure as
+one sentence naming the provider, the model, the host and what went wrong).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from flock.brains import get_brain
+from flock.brains.config import default_brain_spec
+from flock.brains.types import BrainRequest, Persona
+
+PROBE_MAX_TOKENS = 16
+_PROBE_PERSONA = Persona(
+    name="Probe", epithet="the connection check", strength="", backstory="", persona="", voice="plain"
+)
+
+
+def is_mock(spec: str) -> bool:
+    return (spec or "").strip().lower().split(":", 1)[0] == "mock"
+
+
+def test_connection(spec: str) -> dict[str, Any]:
+    """One tiny call through the brain `spec` names (blank: the default brain)."""
+    spec = (spec or "").strip() or default_brain_spec()
+    request = BrainRequest(
+        persona=_PROBE_PERSONA,
+        task="chat",
+        messages=[{"role": "user", "content": "Reply with the single word: pong"}],
+        max_tokens=PROBE_MAX_TOKENS,
+        context={},
+    )
+    started = time.monotonic()
+    reply = get_brain(spec).think(request)
+    elapsed_ms = reply.latency_ms or (time.monotonic() - started) * 1000
+    return {
+        "ok": bool(reply.ok),
+        "spec": spec,
+        "provider": reply.provider,
+        "model": reply.model,
+        "latency_ms": round(float(elapsed_ms), 1),
+        "reply": (reply.text or "").strip()[:200] if reply.ok else "",
+        "error": "" if reply.ok else (reply.error or "the brain came back with nothing"),
+        "mock": is_mock(spec),
+    }

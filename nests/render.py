@@ -1,0 +1,45 @@
+"""Answers as the owner reads them: Markdown rendered on the server, then sanitised.
+
+markdown-it-py parses CommonMark (tables and strikethrough on; raw HTML off, so a crow
+cannot inject markup), and nh3 (the Ammonia sanitiser) keeps only the tags a reading
+view needs. Links open in a new tab with `rel="noopener noreferrer"`; only http, https
+and mailto links survive. The pages put this HTML in place as it is: it is the one
+server-made markup they insert (docs/REVIEW.md "Answers worth reading").
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import nh3
+from markdown_it import MarkdownIt
+
+ALLOWED_TAGS = {
+    "p", "br", "hr", "strong", "em", "del", "code", "pre", "blockquote", "ul", "ol", "li",
+    "a", "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td",
+}
+ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "code": {"class"}, "ol": {"start"}, "th": {"style"}, "td": {"style"}}
+# A long answer renders once per read; caching by text keeps the review queue cheap.
+CACHE_SIZE = 512
+
+
+@lru_cache(maxsize=1)
+def _parser() -> MarkdownIt:
+    return MarkdownIt("commonmark", {"html": False, "breaks": True}).enable(["table", "strikethrough"])
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def render_markdown(text: str) -> str:
+    """Safe HTML for a crow's Markdown answer (an empty string for an empty answer)."""
+    if not text or not text.strip():
+        return ""
+    html = _parser().render(text)
+    return nh3.clean(
+        html,
+        tags=ALLOWED_TAGS,
+        attributes=ALLOWED_ATTRIBUTES,
+        url_schemes={"http", "https", "mailto"},
+        link_rel="noopener noreferrer",
+        set_tag_attribute_values={"a": {"target": "_blank"}},
+        filter_style_properties={"text-align"},
+    )

@@ -1,0 +1,78 @@
+// /settings: the default brain and each crow's model; change a model (PATCH
+// /api/crows/{name}, the admin's update_crow), and Test connection (one tiny call:
+// latency, or the provider's error in plain words).
+
+import { $, h } from "../dom.js";
+import { api, get, post } from "../api.js";
+import { toast, messageOf } from "../notify.js";
+import { crowAvatar } from "../crow_art.js";
+
+function showResult(el, result) {
+  el.classList.toggle("ok", result.ok);
+  el.classList.toggle("bad", !result.ok);
+  el.textContent = result.ok
+    ? `Connected: ${result.provider}:${result.model} answered in ${Math.round(result.latency_ms)} ms${result.mock ? " (the offline mock brain: no model was called)" : ""}.`
+    : `Failed: ${result.error}`;
+}
+
+async function test(body, el, button) {
+  button.disabled = true;
+  el.classList.remove("ok", "bad");
+  el.textContent = "Testing…";
+  try {
+    showResult(el, await post("/api/brains/test", body));
+  } catch (err) {
+    el.classList.add("bad");
+    el.textContent = `Failed: ${messageOf(err)}`;
+  } finally {
+    button.disabled = false;
+  }
+}
+
+function row(crow, defaultBrain) {
+  const id = `model-${crow.name}`;
+  const input = h("input", { id, value: crow.model === defaultBrain ? "" : crow.model, placeholder: `default (${defaultBrain})`,
+    size: 26, spellcheck: "false", autocomplete: "off" });
+  const error = h("p", { class: "form-error", role: "alert", hidden: true });
+  const result = h("span", { class: "test-result", role: "status" });
+  const save = h("button", { type: "submit", class: "btn small" }, "Save");
+  const testButton = h("button", { type: "button", class: "btn small ghost", "aria-label": `Test connection for ${crow.name}` }, "Test connection");
+  const form = h("form", { class: "model-form", dataset: { crow: crow.name } },
+    h("label", { for: id, class: "sr-only" }, `Model for ${crow.name}`), input, save, error);
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    error.hidden = true;
+    save.disabled = true;
+    try {
+      const updated = await api("PATCH", `/api/crows/${encodeURIComponent(crow.name)}`, { model: input.value.trim() });
+      toast(`${crow.name} now thinks with ${updated.model}.`, "good");
+      result.textContent = "";
+      crow.model = updated.model;
+    } catch (err) {
+      error.textContent = messageOf(err);
+      error.hidden = false;
+    } finally {
+      save.disabled = false;
+    }
+  });
+  testButton.addEventListener("click", () => test({ crow: crow.name }, result, testButton));
+  return h("tr", { dataset: { crow: crow.name } },
+    h("th", { scope: "row" }, h("a", { href: `/crows/${encodeURIComponent(crow.name)}`, class: "crow-link" }, crowAvatar(crow.name, 22), crow.name)),
+    h("td", {}, crow.role),
+    h("td", {}, form),
+    h("td", {}, testButton, " ", result));
+}
+
+async function main() {
+  const testDefault = $("#test-default");
+  testDefault.addEventListener("click", () => test({}, $("#test-default-result"), testDefault));
+  try {
+    const brains = await get("/api/brains");
+    $("#default-brain").textContent = brains.default;
+    $("#crow-brains").replaceChildren(...brains.crows.map((c) => row(c, brains.default)));
+  } catch (err) {
+    toast(`Could not read the brains: ${messageOf(err)}`, "error");
+  }
+}
+
+main();
