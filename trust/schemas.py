@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal
 
 from ninja import Schema
-from pydantic import StrictBool, StrictStr, model_validator
+from pydantic import ConfigDict, StrictBool, StrictStr, model_validator
 from pydantic_core import PydanticCustomError
 
 from flock.schemas import API_ERROR, TEXT_PATTERN, StrictIn, rule, says
@@ -19,7 +19,19 @@ VERDICT_REQUIRED = {
 }
 
 
+def _as_the_contract_has_it(schema: dict[str, Any]) -> None:
+    schema["additionalProperties"] = False
+    schema["required"] = ["item_id", "target", "approve"]
+    properties = schema["properties"]
+    properties["target"] = {"type": "string", "enum": ["triage", "output"], "title": "Target"}
+    properties["approve"] = {"type": "boolean", "title": "Approve"}
+
+
 class VerdictIn(StrictIn):
+    """The owner's verdict. The document lists `target` and `approve` as required, as the
+    contract has them; only an overrule (docs/REVIEW.md) may leave them out."""
+
+    model_config = ConfigDict(json_schema_extra=lambda schema: _as_the_contract_has_it(schema))
     item_id: Annotated[StrictStr, says("item_id must be a non-empty string")] = rule(
         "the item (or chat delivery) waiting for the owner", minLength=1, pattern=TEXT_PATTERN
     )
