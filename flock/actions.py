@@ -4,6 +4,7 @@ through flock.events.emit."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -277,4 +278,17 @@ def update_crow(crow: Crow | str, *, by: str, **fields: Any) -> Crow:
                 "model": row.brain_spec,
             },
         )
+        for hook in _crow_updated_hooks:
+            hook(row, previous=previous, by=by)
     return row
+
+
+_crow_updated_hooks: list[Callable[..., object]] = []
+
+
+def on_crow_updated(hook: Callable[..., object]) -> Callable[..., object]:
+    """Register `hook(crow, *, previous, by)`, called inside update_crow's transaction after
+    `crow.updated` (the chatroom scores a model the owner picked: docs/GOVERNANCE.md)."""
+    if hook not in _crow_updated_hooks:
+        _crow_updated_hooks.append(hook)
+    return hook

@@ -32,3 +32,8 @@ class NestsConfig(AppConfig):
         from nests.actions.chat.expectations import reschedule_expectation_checks
 
         worker.on_start(reschedule_expectation_checks)
+        # A model the owner picks for a crow is scored like Boss's picks (docs/GOVERNANCE.md).
+        from flock.actions import on_crow_updated
+        from nests.actions.chat.orchestration import score_owner_model_change
+
+        on_crow_updated(score_owner_model_change)

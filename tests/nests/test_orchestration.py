@@ -99,3 +99,20 @@ def test_the_owner_moving_a_crow_to_another_model_is_scored(launch, client, capt
     reply = NestMessage.objects.filter(author="Boss").last()
     assert reply is not None and "Moved Munin" in reply.text and decision["decision_id"] in reply.text
     assert "crow.updated" in client.get("/api/state").json()["capabilities"]
+
+
+def test_the_owner_picking_a_model_on_the_settings_page_is_scored_once(db, client):
+    response = client.patch("/api/crows/Munin", {"model": "openai:gpt-4o-mini"}, content_type="application/json")
+    assert response.status_code == 200
+    decisions = client.get("/api/orchestration?kind=model&crow=Munin").json()["decisions"]
+    assert [(d["decider"], d["model"]) for d in decisions] == [("owner", "openai:gpt-4o-mini")]
+    # An edit that leaves the model alone is not a model pick.
+    client.patch("/api/crows/Munin", {"epithet": "the Rememberer"}, content_type="application/json")
+    assert len(client.get("/api/orchestration?kind=model&crow=Munin").json()["decisions"]) == 1
+
+
+def test_boss_moving_a_crow_logs_one_model_decision(launch, client):
+    post_message("launch", author="owner", text="@Boss switch Munin to openai:gpt-4o-mini")
+    run_crows()
+    decisions = client.get("/api/orchestration?kind=model&crow=Munin").json()["decisions"]
+    assert len(decisions) == 1 and decisions[0]["nest_id"] == "launch"

@@ -135,7 +135,8 @@ def _hatch(order: Order, boss: Crow, inv: Invocation | None = None) -> str:
 def _change_model(order: Order, boss: Crow, inv: Invocation) -> str:
     crow = Crow.objects.filter(name__iexact=order.name).first()
     previous = crow.brain_spec if crow is not None else ""
-    changed = update_crow(order.name, by=OWNER, model=order.model)
+    with orchestration.boss_scores_the_pick():
+        changed = update_crow(order.name, by=OWNER, model=order.model)
     # The owner named the model: Jev scores the owner's pick (docs/GOVERNANCE.md, 7a), and
     # Boss says so when the flight log argues against it.
     pick = orchestration.score_model_pick(

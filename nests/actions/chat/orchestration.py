@@ -22,6 +22,9 @@ Dispatch's own picks are the best fit by construction and nudge nobody.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from django.conf import settings
@@ -210,6 +213,29 @@ def model_score(model_spec: str, task_type: str) -> tuple[float, dict[str, Any]]
         **stats, "approval": round(approval, 4), "speed": round(speed, 4), "cost": round(cost, 4),
         "reliability": round(reliability, 4),
     }
+
+
+# Set while Boss moves a crow to another model: Boss scores the pick itself, with the room
+# and the message that asked for it, and says the score in its reply.
+_scored_by_boss: ContextVar[bool] = ContextVar("scored_by_boss", default=False)
+
+
+@contextmanager
+def boss_scores_the_pick() -> Iterator[None]:
+    token = _scored_by_boss.set(True)
+    try:
+        yield
+    finally:
+        _scored_by_boss.reset(token)
+
+
+def score_owner_model_change(crow: Crow, *, previous: dict[str, Any], by: str) -> None:
+    """The owner moved a crow to another model (the settings page, PATCH /api/crows/{name},
+    the admin): Jev scores the pick and logs it, as for Boss's picks. The owner is told the
+    score on the page and in GET /api/orchestration; an owner is never nudged."""
+    if "model" not in previous or _scored_by_boss.get():
+        return
+    score_model_pick(crow, model_spec=crow.brain_spec, decider=by or OWNER, nudge=False)
 
 
 def score_model_pick(
