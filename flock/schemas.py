@@ -138,9 +138,30 @@ def errors(*statuses: int, write: bool = False) -> dict[int, type[Schema]]:
     return {code: (RateLimitedOut if code == 429 else ErrorOut) for code in sorted(codes)}
 
 
+def _crow_patch_document(schema: dict[str, Any]) -> None:
+    # The document states what update_crow accepts: at least one field, none of them null,
+    # each text within its limit, task types from the vocabulary, a brain spec or "".
+    from flock.actions import EDITABLE_TEXT, MODEL_SPEC_RE
+    from flock.personas import TASK_TYPES
+
+    properties: dict[str, Any] = {
+        field: {"type": "string", "minLength": 1, "maxLength": limit, "pattern": TEXT_PATTERN}
+        for field, limit in EDITABLE_TEXT.items()
+    }
+    properties["model"] = {
+        "type": "string",
+        "pattern": f"^(?:{MODEL_SPEC_RE.pattern.strip('^$')})?$",
+        "description": "provider:model (mock, openai:…, anthropic:…, script:<path>), or \"\" for the default brain",
+    }
+    properties["task_types"] = {"type": "array", "items": {"type": "string", "enum": list(TASK_TYPES)}}
+    schema.update(additionalProperties=False, minProperties=1, properties=properties)
+
+
 class CrowPatchIn(StrictIn):
     """Fields the owner may change (docs/REVIEW.md); each is checked by update_crow, which
     names the exact problem in a 400. Absent fields stay as they are."""
+
+    model_config = ConfigDict(json_schema_extra=lambda schema: _crow_patch_document(schema))
 
     model: Annotated[StrictStr | None, says("model must be a string, got {got}")] = rule(
         "provider:model (mock, openai:…, anthropic:…, script:<path>), or \"\" for the default brain", default=None
@@ -153,8 +174,20 @@ class CrowPatchIn(StrictIn):
     task_types: Annotated[list[StrictStr] | None, says("task_types must be a list of task type names")] = None
 
 
+def _brain_test_document(schema: dict[str, Any]) -> None:
+    from flock.actions import MODEL_SPEC_RE
+
+    schema["additionalProperties"] = False
+    schema["properties"]["model"] = {
+        "anyOf": [{"type": "string", "pattern": f"^(?:{MODEL_SPEC_RE.pattern.strip('^$')})?$"}, {"type": "null"}],
+        "description": "a brain spec to test (mock, openai:…, anthropic:…, script:<path>)",
+    }
+
+
 class BrainTestIn(StrictIn):
     """Which brain to test: a crow's (`crow`), a spec (`model`), or neither: the default."""
+
+    model_config = ConfigDict(json_schema_extra=lambda schema: _brain_test_document(schema))
 
     crow: Annotated[StrictStr | None, says("crow must be a string, got {got}")] = None
     model: Annotated[StrictStr | None, says("model must be a string, got {got}")] = None

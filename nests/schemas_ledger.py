@@ -3,9 +3,27 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from ninja import Schema
+from pydantic import WithJsonSchema
+
+# Query parameters, documented as the queries judge them (they give the precise 400).
+
+ExpectationStatus = Annotated[
+    str | None, WithJsonSchema({"type": "string", "enum": ["open", "met", "missed", "escalated"]})
+]
+OrchestrationKind = Annotated[str | None, WithJsonSchema({"type": "string", "enum": ["crow", "model"]})]
+MemoryLimit = Annotated[
+    str | None, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 200, "description": "default 50"})
+]
+OrchestrationLimit = Annotated[
+    str | None, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 1000, "description": "default 200"})
+]
+MemoryQuery = Annotated[
+    str, WithJsonSchema({"type": "string", "maxLength": 2000, "description": "what to remember best"})
+]
+
 
 
 class ExpectationOut(Schema):

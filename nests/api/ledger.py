@@ -11,13 +11,23 @@ from ninja import Router
 from flock.schemas import errors
 from nests import queries_ledger
 from nests.actions.messages import open_room
-from nests.schemas_ledger import DebatesOut, ExpectationsOut, MemoryOut, OrchestrationOut
+from nests.schemas_ledger import (
+    DebatesOut,
+    ExpectationsOut,
+    ExpectationStatus,
+    MemoryLimit,
+    MemoryOut,
+    MemoryQuery,
+    OrchestrationKind,
+    OrchestrationLimit,
+    OrchestrationOut,
+)
 
 router = Router(tags=["ledger"])
 
 
 @router.get("/nests/{nest_id}/expectations", response={200: ExpectationsOut, **errors(404)})
-def list_expectations(request: HttpRequest, nest_id: str, status: str | None = None) -> dict[str, Any]:
+def list_expectations(request: HttpRequest, nest_id: str, status: ExpectationStatus = None) -> dict[str, Any]:
     nest = open_room(nest_id)
     return {"nest_id": nest.nest_id, "expectations": queries_ledger.expectations_in(nest, status=status)}
 
@@ -29,13 +39,13 @@ def list_debates(request: HttpRequest, nest_id: str) -> dict[str, Any]:
 
 
 @router.get("/crows/{name}/memory", response={200: MemoryOut, **errors(404)})
-def crow_memory(request: HttpRequest, name: str, q: str = "", limit: str | None = None) -> dict[str, Any]:
+def crow_memory(request: HttpRequest, name: str, q: MemoryQuery = "", limit: MemoryLimit = None) -> dict[str, Any]:
     return queries_ledger.memory_of(name, query=q, limit=limit)
 
 
 @router.get("/orchestration", response={200: OrchestrationOut, **errors()})
 def orchestration(
-    request: HttpRequest, crow: str | None = None, decider: str | None = None, kind: str | None = None,
-    limit: str | None = None,
+    request: HttpRequest, crow: str | None = None, decider: str | None = None, kind: OrchestrationKind = None,
+    limit: OrchestrationLimit = None,
 ) -> dict[str, Any]:
     return {"decisions": queries_ledger.orchestration_log(crow=crow, decider=decider, kind=kind, limit=limit)}

@@ -47,6 +47,11 @@ STATEFUL_400 = [
     r"is quarantined",  # a quarantined crow may not speak
     r"^kind .* is posted by the harness only",
     r"^limit must be|^before must be|^before ",  # page cursors of the messages page
+    r"the brain script|^script: needs a path",  # a script: brain's file must exist and hold rules
+    r"^name a crow or a model, not both",  # Test connection tests one brain
+    # How a verdict's extensions go together (docs/REVIEW.md): an edit is an approved answer,
+    # an overrule is a rejection of an answer.
+    r"^edited_text |^only an answer \(target output\) can be overruled|^an overrule ",
 ]
 
 
