@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.staticfiles import views as staticfiles_views
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 
@@ -199,7 +200,7 @@ def glossary(request: HttpRequest) -> HttpResponse:
     return _page(request, "nests/glossary.html", "glossary", no_stream=True)
 
 
-def static_file(request: HttpRequest, path: str) -> HttpResponse:
+def static_file(request: HttpRequest, path: str) -> HttpResponseBase:
     """Serves static/ through the staticfiles finders, so `daphne` alone serves the UI
     with DEBUG off and no collectstatic step. The files are small and few; a deployment
     behind a web server can serve STATIC_ROOT instead."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.db.models import Count, Q
@@ -54,7 +54,7 @@ def trust_ledger(extra_holders: Iterable[str] = ()) -> dict[str, Any]:
         out[holder] = {}
         for task_type in TASK_TYPES:
             level, streak = trust_balance(holder, task_type) if (holder, task_type) in counts else (STRANGER, 0)
-            row = counts.get((holder, task_type), {})
+            row: Mapping[str, Any] = counts.get((holder, task_type), {})
             out[holder][task_type] = {
                 "level": level,
                 "level_name": LEVEL_NAMES[level],

@@ -292,8 +292,8 @@ class _Writer:
         if leanings:
             lines.append("Where they differ: " + "; ".join(leanings) + ".")
         pick = self.rng.choice(names)
-        others = [n for n in names if n != pick]
-        caveat = f", with {self.rng.choice(others)}'s caveat in mind" if others else ""
+        rest = [n for n in names if n != pick]
+        caveat = f", with {self.rng.choice(rest)}'s caveat in mind" if rest else ""
         lines.append(f"My call: go with {pick}'s line{caveat}.")
         lines.append(self.voice.closer())
         return "\n".join(lines)

@@ -115,7 +115,8 @@ def describe_event(event: Any) -> str:
     if not isinstance(event, dict):
         return " ".join(str(event).split())[:160]
     name = str(event.get("event") or event.get("name") or event.get("type") or "")
-    data = event.get("data") if isinstance(event.get("data"), dict) else event
+    inner = event.get("data")
+    data: dict[Any, Any] = inner if isinstance(inner, dict) else event
     crow = str(data.get("crow") or data.get("author") or "")
     if name == "crow.landed":
         if data.get("ok") is False:

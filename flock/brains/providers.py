@@ -216,7 +216,8 @@ def _error_message(exc: Any) -> str:
     """The provider's own error sentence from an SDK status error, without the SDK's prefix."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
-        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        error = body.get("error")
+        inner: dict[Any, Any] = error if isinstance(error, dict) else body
         if isinstance(inner.get("message"), str) and inner["message"].strip():
             return inner["message"]
     message = str(getattr(exc, "message", "") or exc)

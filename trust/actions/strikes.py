@@ -31,11 +31,12 @@ PRANKS = [
 ]
 
 # Called inside the strike's transaction with (key, message, cooldown_s): the nests app
-# uses it to tell that requester's still-flying lists (requester.pranked).
-_strike_hooks: list[Callable[[str, str, int], None]] = []
+# uses it to tell that requester's still-flying lists (requester.pranked). What a hook
+# returns is ignored.
+_strike_hooks: list[Callable[[str, str, int], object]] = []
 
 
-def on_strike(hook: Callable[[str, str, int], None]) -> Callable[[str, str, int], None]:
+def on_strike(hook: Callable[[str, str, int], object]) -> Callable[[str, str, int], object]:
     _strike_hooks.append(hook)
     return hook
 

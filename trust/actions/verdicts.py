@@ -32,11 +32,12 @@ register_event_names("verdict", "verdict.overruled")
 TARGETS = tuple(Target.values)
 
 # Called inside the verdict's transaction with the new Verdict (owner or timeout, never
-# auto: the pipeline records auto verdicts itself and carries on inline).
-_verdict_hooks: list[Callable[[Verdict], None]] = []
+# auto: the pipeline records auto verdicts itself and carries on inline). What a hook
+# returns is ignored.
+_verdict_hooks: list[Callable[[Verdict], object]] = []
 
 
-def on_verdict(hook: Callable[[Verdict], None]) -> Callable[[Verdict], None]:
+def on_verdict(hook: Callable[[Verdict], object]) -> Callable[[Verdict], object]:
     if hook not in _verdict_hooks:
         _verdict_hooks.append(hook)
     return hook
@@ -225,7 +226,7 @@ def record_owner_verdict(
         approval = _waiting_approval(item_id, target)
         value = Verdict.Value.APPROVED if approve else Verdict.Value.REJECTED
         verdict = _decide(approval, value, by=by, reason=reason, edited_text=edited) if approval else None
-        if verdict is None:
+        if approval is None or verdict is None:
             raise NotFound(f"nothing is waiting for a {target} verdict on {item_id!r}")
         if not edited:
             for holder in approval.holders:

@@ -22,7 +22,9 @@ from nests.actions.lists.progress import start_flights
 from nests.models import Item
 from trust.models import Target, Verdict
 
-_SKIP_REASONS = {
+# Keyed by str pairs: looked up with a verdict's `target` and `verdict`, str fields
+# (the Target and Value members are str).
+_SKIP_REASONS: dict[tuple[str, str], str] = {
     (Target.TRIAGE, Verdict.Value.REJECTED): TRIAGE_REJECTED,
     (Target.TRIAGE, Verdict.Value.TIMEOUT): TRIAGE_TIMEOUT,
     (Target.OUTPUT, Verdict.Value.REJECTED): OUTPUT_REJECTED,

@@ -18,7 +18,8 @@ BOOT_ID = f"{socket.gethostname()[:16]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 # Work already under way goes first: a list's later steps outrank the triage of lists
 # that came after it, so a busy flock finishes lists one after another instead of
 # triaging everything before answering anything.
-PRIORITY = {Sortie.Role.SENTRY: 0, Sortie.Role.WORKER: 10, Sortie.Role.ELDER: 20}
+# Keyed by str: looked up with `sortie.role`, a str field (the Role members are str).
+PRIORITY: dict[str, int] = {Sortie.Role.SENTRY: 0, Sortie.Role.WORKER: 10, Sortie.Role.ELDER: 20}
 FINISH_PRIORITY = 30
 BANTER_PRIORITY = 25  # one short call; finishing sooner beats waiting out the banter wait
 
