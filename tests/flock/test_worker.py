@@ -26,13 +26,15 @@ def test_a_task_scheduled_for_later_fires_after_the_server_restarted(live_server
         "shell", "-c",
         "from datetime import timedelta; from django.utils import timezone; "
         "from tests.support.tasks import leave_mark; "
-        f"leave_mark.using(run_after=timezone.now() + timedelta(seconds=3)).enqueue({str(mark)!r})",
+        # Due well after the server is stopped, however slowly this shell starts on a
+        # loaded machine: the time is read once Django is up.
+        f"leave_mark.using(run_after=timezone.now() + timedelta(seconds=10)).enqueue({str(mark)!r})",
     )
     assert result.returncode == 0, result.stderr
     server.stop(hard=True)
     assert not mark.exists()
     server.start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 30
     while not mark.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert mark.exists(), server.log()[-2000:]
