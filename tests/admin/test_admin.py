@@ -160,7 +160,10 @@ def test_editing_a_crows_persona_voice_and_model_goes_through_update_crow(staff,
     crow.refresh_from_db()
     # Status and role are not editable here: the raw fields in the post were ignored.
     assert (crow.status, crow.role, crow.voice) == ("active", "worker", "Clipped.")
-    assert events.names() == ["crow.updated"]
+    # The owner picked a model: Jev scores it, as for every model pick (docs/GOVERNANCE.md).
+    assert events.names() == ["crow.updated", "orchestration.decided"]
+    (scored,) = events.named("orchestration.decided")
+    assert (scored["decider"], scored["crow"], scored["model"]) == ("admin:ada", "Pepper", "openai:gpt-4o-mini")
 
 
 def test_a_bad_model_is_a_form_error_and_changes_nothing(staff, capture_events):

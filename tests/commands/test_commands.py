@@ -247,7 +247,8 @@ def test_load_personas_updates_and_adds_crows_from_yaml_with_a_diff(tmp_path: Pa
     assert "~ Pepper" in out and "voice" in out and "Clipped and dry." in out
     assert "+ Nova" in out and "= Hugin" in out
     assert "1 crow(s) were added, 1 updated, 1 unchanged" in out
-    assert events.names() == ["crow.updated", "crow.hatched"]
+    # Pepper's new model is a model pick, scored like every other (docs/GOVERNANCE.md).
+    assert events.names() == ["crow.updated", "orchestration.decided", "crow.hatched"]
     assert Crow.objects.get(name="Pepper").model == "openai:gpt-4o-mini"
     assert Crow.objects.get(name="Nova").task_types == ["data"]
 
