@@ -23,9 +23,10 @@ export async function api(method, path, body) {
   } catch {
     throw new ApiError(0, "Could not reach the flock: the server is not answering. Check that it is running, then try again.");
   }
-  if (response.status === 401 && typeof location !== "undefined") {
+  if (response.status === 401 && typeof location !== "undefined" && location.pathname !== "/login") {
     // The owner token is set and this browser's login cookie is missing or stale
-    // (docs/SECURITY.md): log in again, then come back here.
+    // (docs/SECURITY.md): log in again, then come back here. The login page itself reads
+    // the waiting count too (the nav of every page); it stays where it is.
     location.assign(`/login?next=${encodeURIComponent(location.pathname)}`);
   }
   if (response.status === 204) return null;
