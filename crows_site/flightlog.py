@@ -1,4 +1,4 @@
-"""GET /api/flightlog: the data for choosing models (CHATROOM_SPEC 7a). At the composition
+"""GET /api/flightlog: the data for choosing models (docs/GOVERNANCE.md). At the composition
 root because it joins the flight log (flock) with owner verdicts (trust)."""
 
 from __future__ import annotations

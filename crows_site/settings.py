@@ -157,7 +157,7 @@ LOGGING = {
 }
 
 # ---------------------------------------------------------------------------------------
-# The flock's knobs (DECISIONS.md). Names and defaults are part of the contract.
+# The flock's knobs (README "Configuration"). Names and defaults are part of the contract.
 # ---------------------------------------------------------------------------------------
 CROWS_BRAIN = env_str("CROWS_BRAIN", "mock")
 CROWS_HEARTBEAT_S = env_float("CROWS_HEARTBEAT_S", 15.0, minimum=0.05)

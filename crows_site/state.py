@@ -1,5 +1,5 @@
 """GET /api/state: the protocol, the capabilities (every SSE event name this build emits)
-and a small snapshot, after WEBUI_PROTOCOL.md. Clients probe capabilities instead of
+and a small snapshot, after docs/API.md. Clients probe capabilities instead of
 hard-coding them. It lives at the composition root because it reads every app."""
 
 from __future__ import annotations

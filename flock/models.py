@@ -81,7 +81,7 @@ class Event(models.Model):
 
 
 class Flight(models.Model):
-    """The flight log: one row per brain call, the data for choosing models (CHATROOM_SPEC 7a)."""
+    """The flight log: one row per brain call, the data for choosing models (docs/GOVERNANCE.md)."""
 
     crow = models.CharField(max_length=40)
     provider = models.CharField(max_length=40)

@@ -5,8 +5,7 @@ brains and the banter generator read from it; nothing here touches the database.
 
 ``FLOCK`` lists the ten built-in crows in a fixed order: the eight roster crows (Quill, Boss,
 Hugin, Munin, Pepper, Inky, Soot, Rook), then Sentry and Elder. Sentry and Elder serve every
-nest and are never roster crows or core members of a nest (DECISIONS.md, "Names and the
-flock").
+nest and are never roster crows or core members of a nest (docs/PERSONAS.md).
 
 Each entry is a dict with these keys:
 

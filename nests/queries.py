@@ -17,7 +17,7 @@ from flock.models import Crow, Flight
 from flock.vocab import OWNER, REGULAR, STRANGER, TRUSTED  # noqa: F401  (dispatch and quill read them here)
 from nests.models import ChatRequest, Invocation, Nest, NestBudget, NestMessage
 
-# Quill and Boss serve every room (DECISIONS.md "Who may post where").
+# Quill and Boss serve every room (docs/CHATROOM.md).
 EVERYWHERE_ROLES = (Crow.Role.ASSISTANT, Crow.Role.CHIEF_OF_STAFF)
 PAGE_MAX = 200
 PAGE_DEFAULT = 50
@@ -102,7 +102,7 @@ def find_nest(words: str) -> Nest | None:
     return None
 
 
-# --- budgets (CHATROOM_SPEC 9): reads; nests/actions/chat/budgets.py spends and tops up ---
+# --- budgets (docs/CHATROOM.md): reads; nests/actions/chat/budgets.py spends and tops up ---
 
 
 def _today() -> date:

@@ -1,4 +1,4 @@
-"""One crow, many rooms (CHATROOM_SPEC 5, docs/GOVERNANCE.md): what a crow remembers.
+"""One crow, many rooms (docs/GOVERNANCE.md): what a crow remembers.
 
 A crow's memory is read from the rooms' logs, never copied: what it said, claimed and
 delivered anywhere, what it was told (messages addressed to it), and what the owner said

@@ -13,7 +13,7 @@ class TrustConfig(AppConfig):
 
         register_snapshot_part("pending_approvals", queries.pending_approvals)
         register_snapshot_part("open_decisions", queries.open_decisions)
-        # Approvals waiting across a restart must still time out (DECISIONS.md).
+        # Approvals waiting across a restart must still time out (docs/LISTS.md).
         worker.on_start(reschedule_timeouts)
         # So must open owner decisions (docs/GOVERNANCE.md).
         worker.on_start(reschedule_decision_timeouts)

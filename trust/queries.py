@@ -31,7 +31,7 @@ def trust_level(holder: str, task_type: str) -> int:
 
 def all_trusted(holders: Iterable[str], task_type: str) -> bool:
     """True only when every holder is trusted (2) for the task type; approval is skipped
-    only then (DECISIONS.md). No holders is not trusted: there is nothing to vouch for."""
+    only then (docs/LISTS.md). No holders is not trusted: there is nothing to vouch for."""
     names = list(dict.fromkeys(holders))
     return bool(names) and all(trust_level(h, task_type) == TRUSTED for h in names)
 

@@ -1,6 +1,6 @@
 """A crow's structured header: the AGENT_PROTOCOL bracket grammar on a reply's first line.
 
-DECISIONS.md ("Chatroom") maps the bracket verbs to nest message kinds:
+docs/CHATROOM.md maps the bracket verbs to nest message kinds:
 
 =========================  ========  ==========================================
 first line                 kind      fields
@@ -34,7 +34,7 @@ MSG_ID_PATTERN = r"[a-z0-9-]+-[0-9]+"
 MSG_ID_RE = re.compile(MSG_ID_PATTERN)
 REFER_NAME_PATTERN = r"[^\s\[\]]{1,200}"
 
-# Bracket verb -> nest message kind (DECISIONS.md, "Chatroom").
+# Bracket verb -> nest message kind (docs/CHATROOM.md).
 VERB_KINDS: dict[str, str] = {
     "CLAIM": "claim",
     "RESULT": "deliver",

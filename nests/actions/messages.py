@@ -262,7 +262,7 @@ def store_message(post: CheckedMessage) -> NestMessage:
             if refusal:
                 if post.invocation is None:
                     raise Conflict(refusal)
-                # A brain's late claim stays in the room as a review comment (DECISIONS.md).
+                # A brain's late claim stays in the room as a review comment (docs/CHATROOM.md).
                 kind, claiming = MessageKind.SAY, False
         finding = post.finding
         if finding is None and not post.harness:

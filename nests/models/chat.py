@@ -72,7 +72,7 @@ class Claim(models.Model):
 
 
 class NestBudget(models.Model):
-    """A room's budgets (CHATROOM_SPEC 9): exchanges granted by the owner's latest message
+    """A room's budgets (docs/CHATROOM.md): exchanges granted by the owner's latest message
     (unused ones do not carry over) and tokens per day. One row per room, locked while an
     invocation is granted, so two posts cannot both spend the last exchange."""
 

@@ -4,10 +4,10 @@ orchestration log.
 - `Expectation`: something a crow said it would do or was asked to do, tracked until it is
   met, escalated to the owner, or missed for good. The harness owns the row: the nudge
   count and the due time live here, so both survive a restart.
-- `Debate`: one opt-in debate in a room (CHATROOM_SPEC 8), moderated by Boss: who argues
+- `Debate`: one opt-in debate in a room (docs/GOVERNANCE.md), moderated by Boss: who argues
   which stance, who judges, the rounds and whose turn it is.
 - `OrchestrationDecision`: every pick of a crow for a request, or of a model for a crow,
-  with Jev's score of the fit (CHATROOM_SPEC 7a).
+  with Jev's score of the fit (docs/GOVERNANCE.md).
 """
 
 from __future__ import annotations

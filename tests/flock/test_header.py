@@ -1,4 +1,4 @@
-"""The structured header on a crow's first line (AGENT_PROTOCOL bracket grammar, DECISIONS.md)."""
+"""The structured header on a crow's first line (AGENT_PROTOCOL bracket grammar, docs/CHATROOM.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Nest budgets and the loop guard (CHATROOM_SPEC 9, DECISIONS.md "Chatroom"): each owner
+"""Nest budgets and the loop guard (docs/CHATROOM.md): each owner
 message grants the room CROWS_EXCHANGES_PER_TURN crow invocations, tokens are counted per
 day, wind-down is said in the room, and no chain of crows calling crows outruns the
 exchanges, whatever the brains say."""

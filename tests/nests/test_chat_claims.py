@@ -1,4 +1,4 @@
-"""Claims (CHATROOM_SPEC 4, DECISIONS.md): solo/split, the first claim wins (409 over the
+"""Claims (docs/CHATROOM.md): solo/split, the first claim wins (409 over the
 API, a review comment from a brain); conspiracy, several lenses in turn up to a cap."""
 
 from __future__ import annotations

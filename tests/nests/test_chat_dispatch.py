@@ -1,4 +1,4 @@
-"""Who answers (CHATROOM_SPEC 5): a message that calls for a response invokes exactly one
+"""Who answers (docs/CHATROOM.md): a message that calls for a response invokes exactly one
 crow, event-driven, through a background task; crows' replies go through post_message.
 
 Run with the offline mock brain unless a test scripts one; Jev is made deterministic

@@ -1,4 +1,4 @@
-"""Trust in the chatroom (CHATROOM_SPEC 10): a crow's delivery is judged like a list
+"""Trust in the chatroom (docs/CHATROOM.md): a crow's delivery is judged like a list
 item's output, through the same approvals and POST /api/verdicts."""
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ def test_start_up_recovery_reschedules_every_waiting_timeout():
 
 
 def test_flightlog_reports_the_owner_approval_rate_per_model(client):
-    """Owner output verdicts feed GET /api/flightlog's approval rate (CHATROOM_SPEC 7a)."""
+    """Owner output verdicts feed GET /api/flightlog's approval rate (docs/GOVERNANCE.md)."""
     from django.db import transaction
 
     from flock.actions import record_flight

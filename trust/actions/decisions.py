@@ -1,4 +1,4 @@
-"""Owner decisions: CHATROOM_SPEC's ask_owner (docs/GOVERNANCE.md).
+"""Owner decisions: the chatroom's ask_owner (docs/GOVERNANCE.md).
 
 A decision asks the owner one question, with an exact approval phrase ("yes, reinstate
 Rook") or A/B options, and a recommendation. It is open until the owner answers (over the

@@ -1,6 +1,6 @@
 """Moving trust: promotion after a streak of owner approvals, demotion on a rejection.
 
-DECISIONS.md: a holder is promoted one level after CROWS_TRUST_STREAK consecutive owner
+docs/LISTS.md: a holder is promoted one level after CROWS_TRUST_STREAK consecutive owner
 approvals for that task type since its last level change; one owner rejection demotes
 one level and resets the streak. Timeouts and Jev misses never move trust, so nothing
 here is called for them. Each change emits `trust.changed`, on the stream of the list

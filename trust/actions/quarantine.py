@@ -1,4 +1,4 @@
-"""Quarantine: the Sentry's one power over a crow (CHATROOM_SPEC 6, docs/GOVERNANCE.md).
+"""Quarantine: the Sentry's one power over a crow (docs/GOVERNANCE.md).
 
 A quarantined crow stays in its rooms but is never invoked and may not claim, deliver or
 speak; only the owner lifts it (`reinstate_crow`, usually through a decision) or ends it

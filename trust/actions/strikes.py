@@ -1,4 +1,4 @@
-"""Rate limits and pranks (DECISIONS.md "Pranks").
+"""Rate limits and pranks (docs/LISTS.md).
 
 A poster over its rate in a rolling minute gets a strike: a 429 with a playful message
 and a cooldown that starts at CROWS_PRANK_COOLDOWN_S and doubles with each further strike

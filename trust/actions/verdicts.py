@@ -128,7 +128,7 @@ def _check_body(item_id: Any, target: Any, approve: Any) -> tuple[str, str, bool
         raise BadInput(f"target is required: {' or '.join(TARGETS)}")
     if target not in TARGETS:
         raise BadInput(f"target must be {' or '.join(TARGETS)}, got {str(target)[:40]!r}")
-    # A missing approve is never read as a no (DECISIONS.md), and neither is 0 or "false".
+    # A missing approve is never read as a no (docs/LISTS.md), and neither is 0 or "false".
     if approve is None:
         raise BadInput("approve is required: true or false")
     if not isinstance(approve, bool):

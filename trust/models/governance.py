@@ -2,7 +2,7 @@
 
 Breach is append-only: one row per contract breach the Sentry saw, with Jev's score (or
 1.0 for a harness guardrail hit) and the evidence, whether or not it led to a flag. A
-Decision is CHATROOM_SPEC's ask_owner: a question with an exact approval phrase (or A/B
+Decision is the chatroom's ask_owner: a question with an exact approval phrase (or A/B
 options) and a recommendation, open until the owner answers or its deadline passes.
 """
 

@@ -1,4 +1,4 @@
-"""The trust ledger (DECISIONS.md "Approvals and trust").
+"""The trust ledger (docs/LISTS.md "Approvals and trust").
 
 Append-only: every owner verdict on a holder's work adds one TrustEntry per holder and
 task type, carrying the running level and streak after it, the way a bank ledger carries

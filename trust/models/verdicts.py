@@ -1,4 +1,4 @@
-"""Approvals and verdicts (DECISIONS.md "Approvals and trust").
+"""Approvals and verdicts (docs/LISTS.md "Approvals and trust").
 
 Every target (an item's triage, an item's output) gets exactly one Verdict: the unique
 constraint on (item_id, target) is the last word when two answers race, and the actions

@@ -1,4 +1,4 @@
-"""Boss, the chief of staff (CHATROOM_SPEC 6): on the owner's word, hatches crows, creates
+"""Boss, the chief of staff (docs/CHATROOM.md): on the owner's word, hatches crows, creates
 nests with their members and retires idle crows.
 
 The owner's order is read deterministically, so "hatch" never depends on a model's mood:

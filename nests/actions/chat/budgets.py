@@ -1,4 +1,4 @@
-"""Nest budgets (CHATROOM_SPEC 9, DECISIONS.md "Chatroom").
+"""Nest budgets (docs/CHATROOM.md).
 
 Each owner message grants the room CROWS_EXCHANGES_PER_TURN crow invocations; unused ones
 do not carry over. Each room also has CROWS_NEST_TOKEN_BUDGET tokens per day. Every crow

@@ -1,4 +1,4 @@
-"""Requests and claims (CHATROOM_SPEC 4, DECISIONS.md "Chatroom").
+"""Requests and claims (docs/CHATROOM.md).
 
 solo/split: the first claim wins; a later one is refused (409 over the API, a review
 comment from a brain). conspiracy: several claims stand, each a distinct lens, one per

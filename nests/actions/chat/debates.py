@@ -1,4 +1,4 @@
-"""Opt-in debate mode (CHATROOM_SPEC 8, docs/GOVERNANCE.md).
+"""Opt-in debate mode (docs/GOVERNANCE.md).
 
 Only the owner starts one ("debate this: …", "have them argue", "let Hugin and Munin
 debate whether …"): dispatch hands the order to Boss, the moderator, who reads it

@@ -1,4 +1,4 @@
-"""Trust in the chatroom (CHATROOM_SPEC 10, docs/CHATROOM.md "Deliveries and trust").
+"""Trust in the chatroom (docs/CHATROOM.md "Deliveries and trust").
 
 A crow's `deliver` on a request is posted as always, back to the requester, and is judged
 like a list item's output, through the same machinery: a crow below trusted for the

@@ -1,4 +1,4 @@
-"""Who answers: the one crow a new message invokes, if any (CHATROOM_SPEC 5, EVENTS.md).
+"""Who answers: the one crow a new message invokes, if any (docs/CHATROOM.md, EVENTS.md).
 
 Runs inside post_message's transaction, after the message is stored and its event
 emitted, with the nest row locked. A message invokes at most one crow (Invocation.trigger
@@ -69,13 +69,13 @@ def _crow(name: str) -> Crow | None:
 
 
 def _has_role_rights(crow: Crow) -> bool:
-    # Quill and Boss serve every room (DECISIONS.md): their roles let them open requests
+    # Quill and Boss serve every room (docs/CHATROOM.md): their roles let them open requests
     # and relay whatever their trust ledger says.
     return crow.role in (Crow.Role.ASSISTANT, Crow.Role.CHIEF_OF_STAFF)
 
 
 def may_open_requests(crow: Crow, task_type: str) -> bool:
-    """Trusted crows may start work and open requests to other crows (CHATROOM_SPEC 5)."""
+    """Trusted crows may start work and open requests to other crows (docs/CHATROOM.md)."""
     return crow.status == Crow.Status.ACTIVE and (
         _has_role_rights(crow) or queries.trust_level(crow.name, task_type) >= queries.TRUSTED
     )
@@ -86,7 +86,7 @@ def _profile(crow: Crow) -> str:
 
 
 def fit_scores(nest: Nest, text: str, task_type: str, *, exclude: set[str], need_level: int) -> dict[str, float]:
-    """Crow-task fit for every worker in the room who may take the work (CHATROOM_SPEC 7a).
+    """Crow-task fit for every worker in the room who may take the work (docs/GOVERNANCE.md).
 
     fit = Jev's fit_score of the request against the crow's strength, lifted a little when
     the request's task type is one the crow is best at, then weighted by the crow's trust

@@ -1,4 +1,4 @@
-"""The expectation ledger and its nudges (CHATROOM_SPEC 7, docs/GOVERNANCE.md).
+"""The expectation ledger and its nudges (docs/GOVERNANCE.md).
 
 Opening: a message that creates an expectation is recorded inside post_message's
 transaction, after dispatch has decided who answers:
@@ -455,7 +455,7 @@ def check_expectation(expectation_pk: int, due_iso: str = "") -> str:
             send_summary(exp.nest, [exp], why=f"{exp.crow} is {state} and cannot be nudged")
             return "escalated"
         if exp.nudges >= NUDGE_LIMIT:
-            # The loop guard (DECISIONS.md): three nudges with no progress, whatever Jev says.
+            # The loop guard (docs/CHATROOM.md): three nudges with no progress, whatever Jev says.
             summary = send_summary(
                 exp.nest, [exp], why=f"{exp.crow} made no progress on {exp.expectation_id} after {NUDGE_LIMIT} nudges"
             )

@@ -1,4 +1,4 @@
-"""Orchestration scores (CHATROOM_SPEC 7a, docs/GOVERNANCE.md): Jev validates the picks
+"""Orchestration scores (docs/GOVERNANCE.md): Jev validates the picks
 Quill and Boss make, so nobody picks a crow or a model on vibes.
 
 - A **crow pick**: a request Quill or Boss addresses to a crow (over the API, from a

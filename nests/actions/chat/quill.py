@@ -1,4 +1,4 @@
-"""Quill, the assistant (CHATROOM_SPEC 6): the owner's default contact.
+"""Quill, the assistant (docs/CHATROOM.md): the owner's default contact.
 
 - A status question ("what's happening?") is answered from the database: every recent
   request of the room (or of the room named, or of every nest when asked in Quill's direct

@@ -1,4 +1,4 @@
-"""The Sentry: the chatroom's watchdog (CHATROOM_SPEC 6, docs/GOVERNANCE.md).
+"""The Sentry: the chatroom's watchdog (docs/GOVERNANCE.md).
 
 It watches what crows post in rooms, never what the owner posts, for a crow acting
 outside its contract. Each breach is a harness guardrail hit (score 1.0) or a Jev score

@@ -1,4 +1,4 @@
-"""Which crows fly an item (DECISIONS.md "Nests").
+"""Which crows fly an item (docs/LISTS.md).
 
 Core-first, rotating within the nest's core, then borrowed from outside it, rotating. The
 Sentry and Elder are never workers; Quill and Boss are roster crows and may be picked;

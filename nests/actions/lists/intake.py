@@ -38,7 +38,7 @@ _LIST_ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 def split_items(text: Any) -> list[str]:
-    """One item per non-empty line, bullets stripped (DECISIONS.md "Lists")."""
+    """One item per non-empty line, bullets stripped (docs/LISTS.md)."""
     if text is None:
         raise BadInput("text is required: the todo list, one item per line")
     if not isinstance(text, str):

@@ -1,5 +1,5 @@
 """`requester.pranked`: a requester who earns a strike hears of it on every list of theirs
-still flying (DECISIONS.md "Pranks"); with none flying, the 429 alone says it."""
+still flying (docs/LISTS.md); with none flying, the 429 alone says it."""
 
 from __future__ import annotations
 

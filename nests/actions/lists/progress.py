@@ -1,7 +1,7 @@
 """From an approved triage to an answer: the workers' flights, the Elder's merge or
 synthesis, and `item.answered` with its output verdict.
 
-Modes (DECISIONS.md): solo is one crow; split gives each subtask to a different crow and
+Modes (docs/LISTS.md): solo is one crow; split gives each subtask to a different crow and
 the Elder merges; murder sends 2-3 crows at the same task and the Elder synthesises. At
 most CROWS_MAX_CROWS_PER_ITEM (3) worker crows fly one item; the Sentry and Elder serve
 every item and do not count toward that.

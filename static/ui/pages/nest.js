@@ -137,7 +137,7 @@ function meter(el, left, total, unit) {
 
 function drawBudgets() {
   // GET /api/nests/{id} "budget": exchanges granted by the owner's last message and tokens
-  // per day (plus top-ups), each with what is left (CHATROOM_SPEC 9).
+  // per day (plus top-ups), each with what is left (docs/CHATROOM.md).
   const b = (room && room.budget) || {};
   const exTotal = b.exchanges_granted || b.exchanges_per_turn || config.exchanges_per_turn;
   const tokTotal = (b.tokens_per_day ?? config.nest_token_budget) + (b.tokens_topped_up || 0);
