@@ -39,6 +39,33 @@ function tick() {
 }
 
 /** The decision cards of one box (#decisions), kept in step with the stream. */
+
+// Approve / Reject for a chat delivery waiting for the owner, in the room and on the flock
+// page alike: both buttons wait while the verdict is in flight.
+function deliveryVerdictButtons(msgId) {
+  const buttons = [true, false].map((approve) => h("button", {
+    type: "button", class: `btn ${approve ? "approve" : "reject"}`,
+    "aria-label": `${approve ? "Approve" : "Reject"} delivery ${msgId}`, onclick: () => send(approve),
+  }, approve ? "Approve" : "Reject"));
+  async function send(approve) {
+    for (const b of buttons) b.disabled = true;
+    try {
+      await post("/api/verdicts", { item_id: msgId, target: "output", approve });
+      announce(`${approve ? "Approved" : "Rejected"} ${msgId}.`);
+    } catch (err) {
+      for (const b of buttons) b.disabled = false;
+      toast(messageOf(err), "error");
+    }
+  }
+  return buttons;
+}
+
+function failSafeCountdown(deadline) {
+  if (!Number.isFinite(deadline)) return null;
+  return h("span", { class: "decision-countdown", dataset: { deadline: String(deadline) },
+    title: "An unanswered delivery fails safe: it counts as rejected" }, `fails safe in ${fmtLeft((deadline - Date.now()) / 1000)}`);
+}
+
 export class DecisionBoard {
   constructor(box, { nestId = null, onChange = null } = {}) {
     this.box = box;
@@ -181,29 +208,9 @@ export class DeliveryApprovals {
     }
     if (!this.pending.has(msgId)) return;
     const deadline = this.pending.get(msgId);
-    const buttons = [];
-    const send = async (approve) => {
-      for (const b of buttons) b.disabled = true;
-      try {
-        await post("/api/verdicts", { item_id: msgId, target: "output", approve });
-        announce(`${approve ? "Approved" : "Rejected"} ${msgId}.`);
-      } catch (err) {
-        for (const b of buttons) b.disabled = false;
-        toast(messageOf(err), "error");
-      }
-    };
-    const button = (approve) => {
-      const b = h("button", { type: "button", class: `btn ${approve ? "approve" : "reject"}`,
-        "aria-label": `${approve ? "Approve" : "Reject"} delivery ${msgId}`, onclick: () => send(approve) },
-      approve ? "Approve" : "Reject");
-      buttons.push(b);
-      return b;
-    };
     body.append(h("div", { class: "delivery-approval approval", role: "group", "aria-label": `Approve delivery ${msgId}` },
       h("span", { class: "approval-q" }, h("strong", {}, "Waiting for you"), " · keep this delivery?"),
-      h("span", { class: "approval-actions" }, button(true), button(false),
-        Number.isFinite(deadline) ? h("span", { class: "decision-countdown", dataset: { deadline: String(deadline) },
-          title: "An unanswered delivery fails safe: it counts as rejected" }, `fails safe in ${fmtLeft((deadline - Date.now()) / 1000)}`) : null)));
+      h("span", { class: "approval-actions" }, ...deliveryVerdictButtons(msgId), failSafeCountdown(deadline))));
   }
 
   /** A message was drawn (replay or live): hang its bar or verdict on it. */
@@ -243,32 +250,12 @@ export class PendingDeliveries {
 
   draw() {
     this.box.replaceChildren(...[...this.pending.entries()].map(([msgId, p]) => {
-      const buttons = [];
-      const send = async (approve) => {
-        for (const b of buttons) b.disabled = true;
-        try {
-          await post("/api/verdicts", { item_id: msgId, target: "output", approve });
-          announce(`${approve ? "Approved" : "Rejected"} ${msgId}.`);
-        } catch (err) {
-          for (const b of buttons) b.disabled = false;
-          toast(messageOf(err), "error");
-        }
-      };
-      const button = (approve) => {
-        const b = h("button", { type: "button", class: `btn ${approve ? "approve" : "reject"}`,
-          "aria-label": `${approve ? "Approve" : "Reject"} delivery ${msgId}`, onclick: () => send(approve) },
-        approve ? "Approve" : "Reject");
-        buttons.push(b);
-        return b;
-      };
       return h("div", { class: "delivery-approval approval", role: "group", dataset: { msgId },
         "aria-label": `Approve delivery ${msgId}` },
       h("span", { class: "approval-q" }, p.crow ? crowAvatar(p.crow, 18) : null, " ",
         h("strong", {}, p.crow || "A crow"), "'s delivery ",
         h("a", { href: `/nests/${encodeURIComponent(p.nest_id)}#msg-${msgId}` }, msgId), ` in #${p.nest_id}`),
-      h("span", { class: "approval-actions" }, button(true), button(false),
-        Number.isFinite(p.deadline) ? h("span", { class: "decision-countdown", dataset: { deadline: String(p.deadline) },
-          title: "An unanswered delivery fails safe: it counts as rejected" }, `fails safe in ${fmtLeft((p.deadline - Date.now()) / 1000)}`) : null));
+      h("span", { class: "approval-actions" }, ...deliveryVerdictButtons(msgId), failSafeCountdown(p.deadline)));
     }));
     this.box.hidden = this.pending.size === 0;
     if (this.onChange) this.onChange(this.pending.size);
