@@ -24,39 +24,14 @@ from flock.jev.evaluate import EvalInputError, evaluate_file, format_report
 from flock.jev.model import pipeline_logits
 from flock.jev.service import BAND_HIGH, BAND_UNSURE, band_for
 from flock.jev.text import MAX_TEXT_CHARS, prepare
+from tests.support import jev_tone as tone
 
 REPO = Path(__file__).resolve().parents[2]
 
 # A tiny custom question, written as a user would add one: data plus metadata, no code.
 # Its label field is "tone", not the question's name, to exercise the metadata.
-WARM = [
-    "a red sunset over the desert",
-    "orange flames in the fireplace",
-    "golden autumn leaves",
-    "hot summer sand",
-    "a glowing ember",
-    "ripe peaches and apricots",
-    "a crackling campfire",
-    "sunflowers in July",
-    "warm terracotta tiles",
-    "a cup of hot cocoa",
-    "the midday sun",
-    "amber honey",
-]
-COOL = [
-    "an icy blue glacier",
-    "a deep ocean at night",
-    "fresh mint leaves",
-    "snow on pine trees",
-    "a cold mountain lake",
-    "a silver moon",
-    "frost on the window",
-    "blue hydrangeas in the shade",
-    "a winter morning fog",
-    "the arctic sea",
-    "a glass of iced water",
-    "teal and turquoise waves",
-]
+WARM = [*tone.WARM, "the midday sun", "amber honey"]
+COOL = [*tone.COOL, "a glass of iced water", "teal and turquoise waves"]
 
 
 def write_jsonl(path: Path, rows: list[dict[str, str]]) -> Path:

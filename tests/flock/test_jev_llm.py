@@ -18,36 +18,13 @@ from flock.jev import Jev, llm
 from flock.jev.service import BAND_HIGH, BAND_UNSURE
 from flock.models import JevTag
 from tests.fakes.providers import FakeAnthropic, FakeOpenAI, anthropic_fake, openai_fake  # noqa: F401
+from tests.support.jev_tone import COOL, WARM
 
 WIRES = {
     "openai": ("openai:gpt-test", "CROWS_OPENAI"),
     "anthropic": ("anthropic:claude-test", "CROWS_ANTHROPIC"),
 }
 
-WARM = [
-    "a red sunset over the desert",
-    "orange flames in the fireplace",
-    "golden autumn leaves",
-    "hot summer sand",
-    "a glowing ember",
-    "ripe peaches and apricots",
-    "a crackling campfire",
-    "sunflowers in July",
-    "warm terracotta tiles",
-    "a cup of hot cocoa",
-]
-COOL = [
-    "an icy blue glacier",
-    "a deep ocean at night",
-    "fresh mint leaves",
-    "snow on pine trees",
-    "a cold mountain lake",
-    "a silver moon",
-    "frost on the window",
-    "blue hydrangeas in the shade",
-    "a winter morning fog",
-    "the arctic sea",
-]
 
 
 @pytest.fixture

@@ -14,31 +14,8 @@ from flock.jev.evaluate import format_writer_report, writer_report
 from flock.jev.questions import ORIGINAL_WRITER
 from flock.jev.text import prepare
 from flock.jev.writers import import_writers, read_manifest
+from tests.support.jev_tone import COOL, WARM
 
-WARM = [
-    "a red sunset over the desert",
-    "orange flames in the fireplace",
-    "golden autumn leaves",
-    "hot summer sand",
-    "a glowing ember",
-    "ripe peaches and apricots",
-    "a crackling campfire",
-    "sunflowers in July",
-    "warm terracotta tiles",
-    "a cup of hot cocoa",
-]
-COOL = [
-    "an icy blue glacier",
-    "a deep ocean at night",
-    "fresh mint leaves",
-    "snow on pine trees",
-    "a cold mountain lake",
-    "a silver moon",
-    "frost on the window",
-    "blue hydrangeas in the shade",
-    "a winter morning fog",
-    "the arctic sea",
-]
 # Another writer's voice on the same rules.
 WARM_B = [
     "lava from the volcano",
