@@ -1,7 +1,7 @@
 """The written contract, checked from outside: HTTP and the SSE stream only.
 
-Sources, in order of authority: ../shared/spec/EVENTS.md, CHATROOM_SPEC.md, DECISIONS.md,
-WEBUI_PROTOCOL.md (the /api/state probe), then the team's docs/LISTS.md and docs/CHATROOM.md.
+Sources: the contract as docs/API.md restates it (events, endpoints, errors, the /api/state
+probe), then docs/LISTS.md and docs/CHATROOM.md for what the project settled.
 Every check names the line it comes from. A discrepancy keeps a test that asserts the
 documented behaviour, marked `xfail(strict=True)` with the discrepancy as its reason.
 
@@ -299,7 +299,7 @@ def check_item_order(item_id: str, events: list[Frame]) -> None:
 
 
 def check_whole_list(frames: list[Frame], list_id: str) -> None:
-    """Invariants of one finished list's stream (EVENTS.md 'Settled details', DECISIONS.md)."""
+    """Invariants of one finished list's stream (EVENTS.md 'Settled details', docs/LISTS.md)."""
     for frame in frames:
         check_list_frame(frame, list_id)
     ids = [f.id for f in frames]
@@ -1127,7 +1127,7 @@ def test_message_addressing_claims_and_refers(plain: LiveServer, room: str) -> N
     request = plain.post(M, {"author": "owner", "text": "@Inky please draft a tweet about the launch"}).json()
     assert request["to"] == "Inky", "@Name sets to"
     # The addressed crow answers: its claim and deliver go back to the requester by default and
-    # refer to the request (CHATROOM_SPEC 5, EVENTS 'to'/'refers_to').
+    # refer to the request (docs/CHATROOM.md, EVENTS 'to'/'refers_to').
     client = SSEClient(f"{plain.url}/api/events?nest_id={room}&since={mark}")
     claim = client.wait_for(lambda f: f.data["kind"] == "claim" and f.data["refers_to"] == request["msg_id"]).data
     deliver = client.wait_for(lambda f: f.data["kind"] == "deliver" and f.data["refers_to"] == request["msg_id"]).data
