@@ -142,6 +142,7 @@ class Shape:
         self.servers: list[LiveServer] = []
         self.workers: list[subprocess.Popen[bytes]] = []
         self.cleanup: list[Any] = []
+        self.env: dict[str, str] = {}  # the environment of a manage.py command on this shape's database
 
     def stop(self) -> None:
         for w in self.workers:
@@ -158,6 +159,21 @@ class Shape:
         for done in reversed(self.cleanup):
             done()
 
+    def pids(self) -> list[int]:
+        return [s.proc.pid for s in self.servers if s.proc] + [w.pid for w in self.workers]
+
+    def cpu_s(self) -> float:
+        """User + system CPU time so far of every process of the shape (not PostgreSQL's)."""
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for pid in self.pids():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])
+            except (OSError, IndexError, ValueError):
+                pass
+        return total / tick
+
     def rss_mib(self) -> float:
         pids = [s.proc.pid for s in self.servers if s.proc] + [w.pid for w in self.workers]
         total = 0
@@ -169,6 +185,14 @@ class Shape:
             except OSError:
                 pass
         return total / 1024
+
+
+def machine_busy_s() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, all cores (from /proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    tick = os.sysconf("SC_CLK_TCK")
+    return (sum(fields) - idle) / tick, sum(fields) / tick
 
 
 def _prepare(env: dict[str, str]) -> None:
@@ -190,7 +214,8 @@ def start_shape(mode: str, work: Path, extra: dict[str, str]) -> Shape:
         if mode == "sqlite":
             template = SqliteTemplate(work / "template-root")
             data_dir = template.fresh_dir(mode)
-            _prepare(base_env(CROWS_DATA_DIR=str(data_dir), **env))
+            shape.env = base_env(CROWS_DATA_DIR=str(data_dir), **env)
+            _prepare(shape.env)
             shape.servers.append(LiveServer(data_dir, env=env).start(timeout=90))
             return shape
         from tests.support.services import fresh_postgres_database, missing_postgres, missing_services
@@ -201,7 +226,7 @@ def start_shape(mode: str, work: Path, extra: dict[str, str]) -> Shape:
         database = fresh_postgres_database()
         env["DATABASE_URL"] = database.__enter__()
         shape.cleanup.append(lambda: database.__exit__(None, None, None))
-        full = base_env(CROWS_DATA_DIR=str(data_dir), **env)
+        full = shape.env = base_env(CROWS_DATA_DIR=str(data_dir), **env)
         migrate(full)
         _prepare(full)
         if mode == "postgres":
@@ -221,6 +246,36 @@ def start_shape(mode: str, work: Path, extra: dict[str, str]) -> Shape:
     except BaseException:
         shape.stop()
         raise
+
+
+TASK_STATS = """
+import json, statistics
+from django_tasks_db.models import DBTaskResult
+rows = list(DBTaskResult.objects.filter(finished_at__isnull=False, started_at__isnull=False)
+            .values_list("task_path", "enqueued_at", "started_at", "finished_at"))
+waits = sorted((s - e).total_seconds() for _, e, s, _ in rows)
+runs = sorted((f - s).total_seconds() for _, _, s, f in rows)
+by_path = {}
+for path, _, s, f in rows:
+    n, busy = by_path.get(path.rsplit(".", 1)[-1], (0, 0.0))
+    by_path[path.rsplit(".", 1)[-1]] = (n + 1, busy + (f - s).total_seconds())
+first = min(e for _, e, _, _ in rows); last = max(f for _, _, _, f in rows)
+q = lambda v, p: v[min(len(v) - 1, int(p / 100 * len(v)))]
+print(json.dumps({"tasks": len(rows), "span_s": (last - first).total_seconds(), "busy_s": sum(runs),
+                  "wait_p50_ms": 1000 * q(waits, 50), "wait_p99_ms": 1000 * q(waits, 99),
+                  "run_p50_ms": 1000 * q(runs, 50), "run_p99_ms": 1000 * q(runs, 99),
+                  "by_task": {k: [n, round(b, 2)] for k, (n, b) in sorted(by_path.items())}}))
+"""
+
+
+def task_stats(shape: Shape) -> dict[str, Any]:
+    """Where the workers' time went: every finished task's queue wait and run time."""
+    out = subprocess.run([PYTHON, "manage.py", "shell", "-c", TASK_STATS], cwd=ROOT, env=shape.env,
+                         capture_output=True, text=True, timeout=120)
+    try:
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return {"error": (out.stderr or out.stdout)[-500:]}
 
 
 def run_lists(servers: list[LiveServer], hose: Firehose, *, lists: int, items: int, concurrency: int) -> dict[str, Any]:
@@ -298,8 +353,13 @@ def run_mode(mode: str, work: Path, args: argparse.Namespace) -> dict[str, Any]:
         hose = Firehose(shape.servers[0].url)
         # One small list first, so the first measured one does not pay for warming up.
         run_lists(shape.servers, hose, lists=len(shape.servers), items=1, concurrency=len(shape.servers))
+        cpu_before, (busy_before, total_before) = shape.cpu_s(), machine_busy_s()
         lists = run_lists(shape.servers, hose, lists=args.lists, items=args.items, concurrency=args.concurrency)
+        busy_after, total_after = machine_busy_s()
+        lists["app_cpu_s_per_list"] = (shape.cpu_s() - cpu_before) / args.lists
+        lists["machine_busy_share"] = (busy_after - busy_before) / max(1e-9, total_after - total_before)
         rss = shape.rss_mib()
+        tasks = task_stats(shape)
         base = run_baseline(shape.servers, hose, count=args.lists, concurrency=args.concurrency)
         alone = []
         if mode in args.alone_modes:
@@ -310,14 +370,25 @@ def run_mode(mode: str, work: Path, args: argparse.Namespace) -> dict[str, Any]:
             hose.close()
         shape.stop()
     alone_ms = [a["p50_ms"] for a in alone]
-    result = {"mode": mode, "lists": lists, "baseline": base, "rss_mib_all_processes": rss,
+    result = {"mode": mode, "lists": lists, "baseline": base, "rss_mib_all_processes": rss, "tasks": tasks,
               "load_average_after": os.getloadavg()}
     if alone_ms:
         result["alone"] = {"lists": len(alone), "p50_ms": percentile(alone_ms, 50), "p99_ms": percentile(alone_ms, 99)}
     print(f"[{mode}] {lists['lists_per_min']:.1f} lists/min, p50 {lists['p50_ms']:.0f} ms, "
+          f"app CPU {lists['app_cpu_s_per_list'] * 1000:.0f} ms per list, "
+          f"machine {lists['machine_busy_share'] * 100:.0f}% busy, "
           f"p99 {lists['p99_ms']:.0f} ms; baseline {base['per_min']:.0f} posts/min; load {os.getloadavg()[0]:.2f}",
           flush=True)
+    if "busy_s" in tasks:
+        threads = int(env_threads()) * max(1, len(shape.workers) or len(shape.servers))
+        print(f"[{mode}] tasks: {tasks['tasks']}, busy {tasks['busy_s']:.1f} s of {threads} threads x "
+              f"{tasks['span_s']:.1f} s; wait p50/p99 {tasks['wait_p50_ms']:.0f}/{tasks['wait_p99_ms']:.0f} ms, "
+              f"run p50/p99 {tasks['run_p50_ms']:.0f}/{tasks['run_p99_ms']:.0f} ms; {tasks['by_task']}", flush=True)
     return result
+
+
+def env_threads() -> str:
+    return SERVER_ENV["CROWS_WORKER_THREADS"]
 
 
 def main() -> int:
@@ -325,6 +396,7 @@ def main() -> int:
     parser.add_argument("--modes", default="sqlite,postgres,scaleout")
     parser.add_argument("--latency-ms", type=float, default=200.0, help="the mock brain's latency")
     parser.add_argument("--max-in-flight", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=8, help="CROWS_WORKER_THREADS of every process")
     parser.add_argument("--lists", type=int, default=20)
     parser.add_argument("--items", type=int, default=10)
     parser.add_argument("--concurrency", type=int, default=5)
@@ -338,6 +410,7 @@ def main() -> int:
     if not modes or set(modes) - {"sqlite", "postgres", "scaleout"}:
         parser.error("--modes is a comma-separated subset of sqlite,postgres,scaleout")
     args.alone_modes = {m.strip() for m in args.alone_modes.split(",")}
+    SERVER_ENV["CROWS_WORKER_THREADS"] = str(args.threads)
 
     work = Path(tempfile.mkdtemp(prefix="crows-bench-lists-"))
     results: dict[str, Any] = {}

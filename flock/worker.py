@@ -233,9 +233,10 @@ class PoolWorker(Worker):
                 task_result = tasks.get_locked()
                 if task_result is not None:
                     task_result.claim(self.worker_id)
-                    TaskLease.objects.update_or_create(
-                        task_id=task_result.id,
-                        defaults={"worker_id": self.worker_id, "expires_at": _lease_until()},
+                    # One upsert (a re-run's task may still have its dead worker's lease).
+                    TaskLease.objects.bulk_create(
+                        [TaskLease(task_id=task_result.id, worker_id=self.worker_id, expires_at=_lease_until())],
+                        update_conflicts=True, unique_fields=["task_id"], update_fields=["worker_id", "expires_at"],
                     )
         except OperationalError as exc:
             if is_locked_database_exception(exc):
@@ -253,7 +254,10 @@ class PoolWorker(Worker):
             with _running_lock:
                 _running.pop(str(task_result.id), None)
             try:
-                TaskLease.objects.filter(task_id=task_result.id, worker_id=self.worker_id).delete()
+                # _raw_delete: one DELETE, without the transaction QuerySet.delete() opens
+                # for its collector (nothing cascades from a lease).
+                leases = TaskLease.objects.filter(task_id=task_result.id, worker_id=self.worker_id)
+                leases._raw_delete(leases.db)
             except Exception:
                 log.warning("dropping the lease of task %s failed; it expires by itself", task_result.id)
         return True

@@ -202,3 +202,40 @@ def test_two_servers_and_two_workers_finish_lists_posted_on_either(shape):
     finally:
         for w in workers:
             w.stop()
+
+
+def test_the_flight_cap_holds_while_workers_take_off_and_land_side_by_side(shape):
+    """The flight gate is taken last and held only to the commit (nests/actions/lists/
+    flights.py): with 16 threads in two processes flying four lists at once, the flock
+    never has more than CROWS_MAX_IN_FLIGHT (6) crows in the air, reaches that many, ends
+    every list, and PostgreSQL reports no deadlock."""
+    a, b = shape["servers"]
+    workers = [DbWorker(shape["env"], shape["data"], f"gate{n}", threads=8) for n in range(2)]
+    seen: list[int] = []
+    try:
+        time.sleep(1.0)
+        list_ids = [_post_list((a, b)[n % 2], 5, f"gate-{n}") for n in range(4)]
+        clients = {list_id: SSEClient(f"{a.url}/api/events?list_id={list_id}") for list_id in list_ids}
+        with psycopg.connect(shape["url"], autocommit=True) as conn:
+            deadline = time.monotonic() + 120
+            finished = 0
+            while finished < len(list_ids):
+                assert time.monotonic() < deadline, f"lists not finished; flying counts seen: {sorted(set(seen))}"
+                seen.append(conn.execute("SELECT count(*) FROM nests_sortie WHERE status = 'flying'").fetchone()[0])
+                finished = conn.execute(
+                    "SELECT count(*) FROM nests_todolist WHERE status = 'finished' AND list_id = ANY(%s)",
+                    [list_ids],
+                ).fetchone()[0]
+                time.sleep(0.01)
+        for client in clients.values():
+            try:
+                _assert_one_answer_per_item(_until_finished(client, timeout=30))
+            finally:
+                client.close()
+    finally:
+        for w in workers:
+            w.stop()
+    assert max(seen) <= 6, f"more crows in the air than CROWS_MAX_IN_FLIGHT: {max(seen)}"
+    assert max(seen) == 6, f"the flock never filled its slots (most in the air: {max(seen)})"
+    logs = "".join(w.log_path.read_text(errors="replace") for w in workers)
+    assert "deadlock detected" not in logs

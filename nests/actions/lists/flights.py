@@ -1,12 +1,23 @@
 """Flying one sortie: take off, think, land.
 
 Take-off and landing are each one short transaction; the brain call between them holds
-no lock. Both lock the FlightGate row first, so the count of crows in the air (at most
+no lock. Both lock the FlightGate row, so the count of crows in the air (at most
 CROWS_MAX_IN_FLIGHT across the flock) and the hand-over of a freed slot to the oldest
 waiting sortie never race. A sortie that finds no slot waits (it is never dropped); a
 sortie whose flight would overrun the item's or the list's token budget does not take
 off, and its item is skipped with reason `budget`. A budget holds the estimate of every
 flight in the air and the real count of every landed one.
+
+The gate is the flock's one shared row, so it is taken last, just before the few writes
+that count or hand over a slot, and held only until the commit: a transaction's own rows
+(sortie, list, item, verdicts, events) are written before it queues at the gate, so
+take-offs and landings of different lists run side by side on PostgreSQL (holding it for
+the whole transaction was most of the workers' time there, docs/PERFORMANCE.md). A gate
+holder never waits for a row lock: it writes only rows it already holds, and the
+hand-over skips waiting sorties another transaction has locked (those are taking off
+themselves, and will find the slot once the holder commits), so the gate is in no
+deadlock cycle. Decisions under the gate see every earlier holder's commit: each
+statement in READ COMMITTED reads a fresh snapshot, taken after the lock was granted.
 """
 
 from __future__ import annotations
@@ -23,7 +34,7 @@ from flock.brains import BrainReply, BrainRequest, get_brain, prompt_text
 from flock.events import emit, register_event_names
 from flock.models import Crow
 from nests.actions.lists import briefs
-from nests.actions.lists.ending import BUDGET, FAILURE, maybe_finish, skip_item
+from nests.actions.lists.ending import BUDGET, FAILURE, lock_list, maybe_finish, skip_item
 from nests.actions.lists.sorties import BOOT_ID, cancel_unflown, queue_sortie
 from nests.models import FlightGate, Item, Sortie, TodoList
 from trust.actions.locking import lock_event_log
@@ -34,11 +45,25 @@ register_event_names("crow.flying", "crow.landed")
 
 
 def lock_gate() -> None:
-    """Lock the flight gate, after the event log's lock (the one lock order)."""
+    """Lock the flight gate until the commit; call it after every other row lock the
+    transaction takes (see the module's docstring)."""
     lock_event_log()
     if FlightGate.objects.select_for_update().filter(pk=1).first() is None:
         FlightGate.objects.get_or_create(pk=1)
         FlightGate.objects.select_for_update().get(pk=1)
+
+
+def lock_sortie(sortie_pk: int) -> tuple[Sortie, TodoList, Item]:
+    """Lock a sortie with its list and item, in the lists' one order: the list's row
+    first (as lock_list everywhere), then the item, then the sortie. Landing a sortie can
+    touch its siblings (cancel them, queue the Elder), so a take-off that locked its own
+    sortie before the list could deadlock with it."""
+    list_pk, item_pk = Sortie.objects.filter(pk=sortie_pk).values_list("todo_list_id", "item_id").get()
+    todo = lock_list(list_pk)
+    item = Item.objects.select_for_update().get(pk=item_pk)
+    item.todo_list = todo
+    sortie = Sortie.objects.select_for_update().get(pk=sortie_pk)
+    return sortie, todo, item
 
 
 def in_flight() -> int:
@@ -50,7 +75,10 @@ def hand_over_slots() -> int:
     free = settings.CROWS_MAX_IN_FLIGHT - in_flight()
     if free <= 0:
         return 0
-    woken = list(Sortie.objects.filter(status=Sortie.Status.WAITING).order_by("waiting_since", "id")[:free])
+    # skip_locked: a waiting sortie locked elsewhere is taking off right now (its own
+    # transaction waits for the gate behind us); waiting for its row would deadlock.
+    waiting = Sortie.objects.filter(status=Sortie.Status.WAITING).order_by("waiting_since", "id")
+    woken = list(waiting.select_for_update(skip_locked=True)[:free])
     for sortie in woken:
         sortie.status = Sortie.Status.PLANNED
         sortie.save(update_fields=["status"])
@@ -88,31 +116,28 @@ def launch_sortie(sortie_pk: int, *, retry: bool = False) -> tuple[Sortie, Brain
     should fly it now, else None. `retry` is this process's own flight coming back after
     its code failed mid-air (a locked database): it flies again, without a second take-off."""
     with transaction.atomic():
-        lock_gate()
-        sortie = Sortie.objects.select_for_update().get(pk=sortie_pk)
+        sortie, todo, item = lock_sortie(sortie_pk)
         if sortie.status == Sortie.Status.FLYING:
             if sortie.claimed_by == BOOT_ID and not retry:
                 return None  # already in the air from this process
             # Left in the air by a dead process: fly it again, without a second take-off.
             sortie.claimed_by = BOOT_ID
             sortie.save(update_fields=["claimed_by"])
-            return sortie, request_for(sortie, sortie.item)
+            return sortie, request_for(sortie, item)
         if sortie.status not in (Sortie.Status.PLANNED, Sortie.Status.WAITING):
             return None
-        todo = TodoList.objects.select_for_update().get(pk=sortie.todo_list_id)
-        item = Item.objects.select_for_update().get(pk=sortie.item_id)
-        item.todo_list = todo
         if item.ended:
             sortie.status = Sortie.Status.CANCELLED
             sortie.save(update_fields=["status"])
             return None
+        request = request_for(sortie, item)
+        estimate = briefs.estimate(request)
+        lock_gate()
         if in_flight() >= settings.CROWS_MAX_IN_FLIGHT:
             sortie.status = Sortie.Status.WAITING
             sortie.waiting_since = sortie.waiting_since or timezone.now()
             sortie.save(update_fields=["status", "waiting_since"])
             return None
-        request = request_for(sortie, item)
-        estimate = briefs.estimate(request)
         if _over_budget(item, todo, estimate):
             sortie.status = Sortie.Status.CANCELLED
             sortie.estimate = estimate
@@ -136,21 +161,20 @@ def launch_sortie(sortie_pk: int, *, retry: bool = False) -> tuple[Sortie, Brain
     return sortie, request
 
 
-def land_sortie(sortie_pk: int, reply: BrainReply, *, jev: dict[str, Any] | None = None) -> Sortie | None:
+def land_sortie(
+    sortie_pk: int, reply: BrainReply, *, jev: dict[str, Any] | None = None, request: BrainRequest | None = None
+) -> Sortie | None:
     """Land the sortie with what its brain said, count its real tokens, hand its slot on
-    and move its item along. None when it was not this process's to land."""
+    and move its item along. None when it was not this process's to land. `request` is
+    what the crow was asked (rebuilt from the rows when not given), for the flight log."""
     from nests.actions.lists.banter import maybe_start_banter
     from nests.actions.lists.progress import after_elder_landed, after_worker_landed
     from nests.actions.lists.triage import conclude_triage
 
     with transaction.atomic():
-        lock_gate()
-        sortie = Sortie.objects.select_for_update().get(pk=sortie_pk)
+        sortie, todo, item = lock_sortie(sortie_pk)
         if sortie.status != Sortie.Status.FLYING or sortie.claimed_by != BOOT_ID:
             return None
-        todo = TodoList.objects.select_for_update().get(pk=sortie.todo_list_id)
-        item = Item.objects.select_for_update().get(pk=sortie.item_id)
-        item.todo_list = todo
         tokens = max(0, int(reply.tokens_in)) + max(0, int(reply.tokens_out))
         error = "" if reply.ok else (reply.error or "the crow came back with nothing")
         item.tokens_reserved = max(0, item.tokens_reserved - sortie.estimate)
@@ -170,13 +194,12 @@ def land_sortie(sortie_pk: int, reply: BrainReply, *, jev: dict[str, Any] | None
             crow=sortie.crow, provider=reply.provider, model=reply.model, task=sortie.task,
             ok=reply.ok, tokens_in=reply.tokens_in, tokens_out=reply.tokens_out,
             latency_ms=reply.latency_ms, error=error, task_type=item.task_type,
-            list_id=todo.list_id, item_id=item.item_id, prompt=prompt_text(request_for(sortie, item)),
+            list_id=todo.list_id, item_id=item.item_id, prompt=prompt_text(request or request_for(sortie, item)),
         )
         landed: dict[str, Any] = {"item_id": item.item_id, "crow": sortie.crow, "ok": reply.ok, "tokens": tokens}
         if not reply.ok:
             landed["error"] = error
         emit("crow.landed", landed, list_id=todo.list_id)
-        hand_over_slots()
 
         if not item.ended:
             if sortie.role == Sortie.Role.SENTRY:
@@ -189,6 +212,8 @@ def land_sortie(sortie_pk: int, reply: BrainReply, *, jev: dict[str, Any] | None
                 after_elder_landed(item, sortie)
         else:
             maybe_finish(todo)
+        lock_gate()
+        hand_over_slots()
     return sortie
 
 
@@ -202,7 +227,7 @@ def fly_sortie(sortie_pk: int, *, retry: bool = False) -> str:
     sortie, request = launched
     reply = get_brain(Crow.objects.get(name=sortie.crow).brain_spec).think(request)
     jev = ask_jev(sortie.item.text) if sortie.role == Sortie.Role.SENTRY else None
-    landed = land_sortie(sortie_pk, reply, jev=jev)
+    landed = land_sortie(sortie_pk, reply, jev=jev, request=request)
     return "landed" if landed else "landed elsewhere"
 
 
@@ -218,11 +243,7 @@ def abort_sortie(sortie_pk: int, *, error: str) -> None:
     except Exception:
         log.exception("could not land sortie %s as a failure; skipping its item", sortie_pk)
     with transaction.atomic():
-        lock_gate()
-        sortie = Sortie.objects.select_for_update().get(pk=sortie_pk)
-        todo = TodoList.objects.select_for_update().get(pk=sortie.todo_list_id)
-        item = Item.objects.select_for_update().get(pk=sortie.item_id)
-        item.todo_list = todo
+        sortie, todo, item = lock_sortie(sortie_pk)
         if sortie.status == Sortie.Status.FLYING:
             item.tokens_reserved = max(0, item.tokens_reserved - sortie.estimate)
             item.save(update_fields=["tokens_reserved"])
@@ -235,8 +256,9 @@ def abort_sortie(sortie_pk: int, *, error: str) -> None:
                                  "error": error}, list_id=todo.list_id)
         elif sortie.status in (Sortie.Status.PLANNED, Sortie.Status.WAITING):
             cancel_unflown(item)
-        hand_over_slots()
         if not item.ended:
             skip_item(item, reason=FAILURE)
         else:
             maybe_finish(todo)
+        lock_gate()
+        hand_over_slots()

@@ -27,7 +27,6 @@ log = logging.getLogger("crows.lists")
 def recover_lists() -> dict[str, int]:
     counts = {"sorties": 0, "banter_dropped": 0, "finishes": 0, "woken": 0}
     with transaction.atomic():
-        lock_gate()
         for banter in Banter.objects.select_for_update().filter(status=Banter.Status.FLYING):
             todo = TodoList.objects.select_for_update().get(pk=banter.todo_list_id)
             todo.tokens_reserved = max(0, todo.tokens_reserved - banter.estimate)
@@ -42,11 +41,12 @@ def recover_lists() -> dict[str, int]:
         ):
             queue_sortie(sortie)
             counts["sorties"] += 1
-        counts["woken"] = hand_over_slots()
         for todo in unfinished:
             if not todo.items.exclude(stage__in=Item.ENDED).exists():
                 queue_finish(todo)
                 counts["finishes"] += 1
+        lock_gate()  # last, as everywhere (nests/actions/lists/flights.py)
+        counts["woken"] = hand_over_slots()
     if any(counts.values()):
         log.warning("recovered unfinished lists: %s", counts)
     return counts
