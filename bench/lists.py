@@ -403,6 +403,7 @@ def main() -> int:
     parser.add_argument("--alone", type=int, default=3, help="lists posted one at a time")
     parser.add_argument("--alone-modes", default="sqlite,postgres,scaleout")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir (SQLite databases, server logs)")
     args = parser.parse_args()
     if not 1 <= args.items <= 20:
         parser.error("--items must be 1-20 (a list holds at most 20)")
@@ -418,7 +419,10 @@ def main() -> int:
         for mode in modes:
             results[mode] = run_mode(mode, work, args)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if args.keep:
+            print(f"kept {work} (databases and server logs)")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
     print()
     print(f"{'mode':10}{'lists/min':>11}{'p50 ms':>9}{'p99 ms':>9}{'alone p50':>11}"

@@ -7,7 +7,9 @@ as a 500. This middleware turns all of those into the API's one error shape."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 _WORDS = {
@@ -20,25 +22,49 @@ _WORDS = {
 
 
 class ApiErrorsAsJson:
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
+    """Sync and async alike: under daphne the whole chain stays async up to the view, with
+    no thread hop for this middleware (a sync-only one costs two per request)."""
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
+        self.get_response = get_response
+        if iscoroutinefunction(self.get_response):
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if iscoroutinefunction(self):
+            return self.__acall__(request)
         if not request.path.startswith("/api/"):
             return self.get_response(request)
         if "\x00" in request.path:
-            return JsonResponse({"message": "the path must not contain NUL characters"}, status=400)
-        response = self.get_response(request)
-        if response.status_code < 400 or response.get("Content-Type", "").startswith("application/json"):
-            return response
-        status = response.status_code
-        message = _WORDS.get(status, "the request could not be handled")
-        if status == 405:
-            allowed = response.get("Allow", "")
-            message = f"{request.method} is not allowed on {request.path}" + (f"; use {allowed}" if allowed else "")
-        elif status == 404:
-            message = f"no such endpoint: {request.method} {request.path}"
-        replacement = JsonResponse({"message": message}, status=status)
-        if response.has_header("Allow"):
-            replacement["Allow"] = response["Allow"]
-        return replacement
+            return _nul_path()
+        return _as_json(request, self.get_response(request))
+
+    async def __acall__(self, request: HttpRequest) -> HttpResponse:
+        if not request.path.startswith("/api/"):
+            return await self.get_response(request)
+        if "\x00" in request.path:
+            return _nul_path()
+        return _as_json(request, await self.get_response(request))
+
+
+def _nul_path() -> HttpResponse:
+    return JsonResponse({"message": "the path must not contain NUL characters"}, status=400)
+
+
+def _as_json(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    if response.status_code < 400 or response.get("Content-Type", "").startswith("application/json"):
+        return response
+    status = response.status_code
+    message = _WORDS.get(status, "the request could not be handled")
+    if status == 405:
+        allowed = response.get("Allow", "")
+        message = f"{request.method} is not allowed on {request.path}" + (f"; use {allowed}" if allowed else "")
+    elif status == 404:
+        message = f"no such endpoint: {request.method} {request.path}"
+    replacement = JsonResponse({"message": message}, status=status)
+    if response.has_header("Allow"):
+        replacement["Allow"] = response["Allow"]
+    return replacement

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.http.request import split_domain_port, validate_host
@@ -228,25 +229,44 @@ def as_response(refusal: Refusal) -> HttpResponse:
 
 
 class OwnerGateMiddleware:
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
+    """Sync and async alike, so under daphne it adds no thread hop (see ApiErrorsAsJson)."""
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        scope = getattr(request, "scope", None)
-        server = scope.get("server") if scope else None
-        headers = {key.lower(): value for key, value in request.headers.items()}
-        if "host" not in headers:
-            # A request built without a Host header (Django's test client) names the
-            # server the way Django's own get_host() falls back to.
-            name, port = request.META.get("SERVER_NAME", ""), str(request.META.get("SERVER_PORT", ""))
-            headers["host"] = name if port in ("", "80", "443") else f"{name}:{port}"
-        refusal = decide(
-            method=(request.method or "GET").upper(),
-            path=request.path,
-            headers=headers,
-            scheme=request.scheme or "http",
-            server_address=str(server[0]) if server else None,
-        )
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
+        self.get_response = get_response
+        if iscoroutinefunction(self.get_response):
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if iscoroutinefunction(self):
+            return self.__acall__(request)
+        refusal = _refusal_for(request)
         if refusal is not None:
             return as_response(refusal)
         return self.get_response(request)
+
+    async def __acall__(self, request: HttpRequest) -> HttpResponse:
+        refusal = _refusal_for(request)
+        if refusal is not None:
+            return as_response(refusal)
+        return await self.get_response(request)
+
+
+def _refusal_for(request: HttpRequest) -> Refusal | None:
+    scope = getattr(request, "scope", None)
+    server = scope.get("server") if scope else None
+    headers = {key.lower(): value for key, value in request.headers.items()}
+    if "host" not in headers:
+        # A request built without a Host header (Django's test client) names the
+        # server the way Django's own get_host() falls back to.
+        name, port = request.META.get("SERVER_NAME", ""), str(request.META.get("SERVER_PORT", ""))
+        headers["host"] = name if port in ("", "80", "443") else f"{name}:{port}"
+    return decide(
+        method=(request.method or "GET").upper(),
+        path=request.path,
+        headers=headers,
+        scheme=request.scheme or "http",
+        server_address=str(server[0]) if server else None,
+    )
