@@ -92,6 +92,11 @@ def _database() -> dict[str, Any]:
             "init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;",
         }
         config["TEST"] = {"NAME": env_str("CROWS_TEST_DB", "") or None}
+        # Keep each thread's connection between requests and tasks: opening one (and
+        # running the PRAGMAs above) was about a tenth of a nest POST's CPU
+        # (docs/PERFORMANCE.md). Autocommit leaves no transaction open between uses, so a
+        # kept connection holds no snapshot and never blocks a WAL checkpoint.
+        config["CONN_MAX_AGE"] = None
     elif engine.endswith("postgresql"):
         config["OPTIONS"] = {"pool": {"min_size": 2, "max_size": 20, "timeout": 20}}
         config["CONN_MAX_AGE"] = 0

@@ -92,13 +92,22 @@ _doorbell = Doorbell()
 def _notify(**kwargs: object) -> None:
     # The row is visible to workers only after the enqueuing transaction commits.
     transaction.on_commit(_doorbell.ring)
-    if connection.vendor == "postgresql":
-        try:
-            with connection.cursor() as cursor:
-                # Transactional: delivered to every listening worker process at commit.
-                cursor.execute(f"NOTIFY {NOTIFY_CHANNEL}")
-        except Exception:
-            log.warning("NOTIFY for a new task failed; workers will find it by polling", exc_info=True)
+    if connection.vendor == "postgresql" and not any(
+        entry[1] is _notify_workers for entry in connection.run_on_commit  # (savepoints, hook, robust)
+    ):
+        # One NOTIFY per transaction, sent after its commit: a NOTIFY inside the
+        # transaction takes PostgreSQL's notification-queue lock at commit, so every
+        # enqueuing transaction committed one at a time while still holding its row
+        # locks. Other processes' workers wake a moment later, when the row is visible.
+        transaction.on_commit(_notify_workers)
+
+
+def _notify_workers() -> None:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(f"NOTIFY {NOTIFY_CHANNEL}")
+    except Exception:
+        log.warning("NOTIFY for a new task failed; workers will find it by polling", exc_info=True)
 
 
 def connect_signals() -> None:

@@ -62,8 +62,10 @@ def admit_post(key: str, *, kind: Kind) -> None:
     never share a rollback."""
     refusal: RateLimited | None = None
     with transaction.atomic():
-        Poster.objects.get_or_create(key=key)
-        Poster.objects.select_for_update().get(key=key)
+        # The poster's row serialises its admissions; created on its first post.
+        if Poster.objects.select_for_update().filter(key=key).first() is None:
+            Poster.objects.get_or_create(key=key)
+            Poster.objects.select_for_update().get(key=key)
         now = timezone.now()
         active = Strike.objects.filter(key=key, until__gt=now).order_by("-until").first()
         if active is not None:

@@ -32,17 +32,21 @@ TOKENS_SPENT = "token budget spent"
 STALLED_ERRORS = (BUDGET_SPENT, TOKENS_SPENT)
 
 
-def locked_budget(nest: Nest) -> NestBudget:
+def locked_budget(nest: Nest, *, room_locked: bool = False) -> NestBudget:
     """The room's budget row, locked for the caller's transaction, rolled to today.
 
     The room's own row is locked first, always: post_message holds it when it spends an
     exchange, and a notice posted while the budget is locked takes it too, so taking the
-    two in one order everywhere keeps PostgreSQL from deadlocking on them."""
+    two in one order everywhere keeps PostgreSQL from deadlocking on them. A caller that
+    already holds the room's lock in this transaction says so with `room_locked`."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("locked_budget() must run inside transaction.atomic")
-    Nest.objects.select_for_update().filter(pk=nest.pk).first()
-    NestBudget.objects.get_or_create(nest=nest)
-    budget = NestBudget.objects.select_for_update().get(nest=nest)
+    if not room_locked:
+        Nest.objects.select_for_update().filter(pk=nest.pk).first()
+    budget = NestBudget.objects.select_for_update().filter(nest=nest).first()
+    if budget is None:  # the room's first budget
+        NestBudget.objects.get_or_create(nest=nest)
+        budget = NestBudget.objects.select_for_update().get(nest=nest)
     roll_day(budget)
     return budget
 
@@ -56,9 +60,9 @@ def budget_note(budget: NestBudget) -> str:
     )
 
 
-def grant_turn(nest: Nest) -> NestBudget:
+def grant_turn(nest: Nest, *, room_locked: bool = False) -> NestBudget:
     """The owner spoke: a fresh turn of exchanges (the old turn's leftovers lapse)."""
-    budget = locked_budget(nest)
+    budget = locked_budget(nest, room_locked=room_locked)
     budget.turn += 1
     budget.exchanges_granted = budget.exchanges_left = settings.CROWS_EXCHANGES_PER_TURN
     budget.save()
@@ -69,9 +73,9 @@ def can_spend(budget: NestBudget) -> bool:
     return budget.exchanges_left > 0 and tokens_left(budget) > 0
 
 
-def take_exchange(nest: Nest) -> tuple[NestBudget, bool]:
+def take_exchange(nest: Nest, *, room_locked: bool = False) -> tuple[NestBudget, bool]:
     """Spend one exchange for one crow invocation, if both budgets allow it."""
-    budget = locked_budget(nest)
+    budget = locked_budget(nest, room_locked=room_locked)
     if not can_spend(budget):
         budget.save()
         return budget, False

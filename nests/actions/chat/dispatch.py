@@ -282,21 +282,21 @@ def route_message(
     owner message (or top-up) restores, and a chain of invocations each caused by the
     previous one's reply stops at CROWS_EXCHANGES_PER_TURN links even if the owner keeps
     posting meanwhile. Both hold whatever the brains say."""
-    nest = message.nest
+    nest = message.nest  # store_message holds the room's row lock
     if owner_turn:
-        budgets.grant_turn(nest)
+        budgets.grant_turn(nest, room_locked=True)
     decision = decide(message, claim=claim, request=request)
     if decision is None:
         return None
     depth = (parent.depth + 1) if parent is not None else 1
-    budget = budgets.locked_budget(nest)
+    budget = budgets.locked_budget(nest, room_locked=True)
     granted = False
     if not budgets.can_spend(budget):
         refusal = budgets.BUDGET_SPENT
     elif depth > max(_max_chain(), budget.exchanges_granted):
         refusal = f"a chain of {depth - 1} crow invocations reached the loop guard"
     else:
-        budget, granted = budgets.take_exchange(nest)
+        budget, granted = budgets.take_exchange(nest, room_locked=True)
         refusal = "" if granted else budgets.BUDGET_SPENT
     invocation = Invocation.objects.create(
         nest=nest,
