@@ -162,17 +162,19 @@ class Shape:
     def pids(self) -> list[int]:
         return [s.proc.pid for s in self.servers if s.proc] + [w.pid for w in self.workers]
 
-    def cpu_s(self) -> float:
-        """User + system CPU time so far of every process of the shape (not PostgreSQL's)."""
+    def cpu_by_process(self) -> dict[str, float]:
+        """User + system CPU seconds so far of each process of the shape (not PostgreSQL's)."""
         tick = os.sysconf("SC_CLK_TCK")
-        total = 0
-        for pid in self.pids():
+        named = [(f"server{n}", s.proc.pid) for n, s in enumerate(self.servers) if s.proc]
+        named += [(f"worker{n}", w.pid) for n, w in enumerate(self.workers)]
+        out = {}
+        for name, pid in named:
             try:
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                total += int(fields[11]) + int(fields[12])
+                out[name] = (int(fields[11]) + int(fields[12])) / tick
             except (OSError, IndexError, ValueError):
-                pass
-        return total / tick
+                out[name] = 0.0
+        return out
 
     def rss_mib(self) -> float:
         pids = [s.proc.pid for s in self.servers if s.proc] + [w.pid for w in self.workers]
@@ -353,10 +355,13 @@ def run_mode(mode: str, work: Path, args: argparse.Namespace) -> dict[str, Any]:
         hose = Firehose(shape.servers[0].url)
         # One small list first, so the first measured one does not pay for warming up.
         run_lists(shape.servers, hose, lists=len(shape.servers), items=1, concurrency=len(shape.servers))
-        cpu_before, (busy_before, total_before) = shape.cpu_s(), machine_busy_s()
+        cpu_before, (busy_before, total_before) = shape.cpu_by_process(), machine_busy_s()
         lists = run_lists(shape.servers, hose, lists=args.lists, items=args.items, concurrency=args.concurrency)
         busy_after, total_after = machine_busy_s()
-        lists["app_cpu_s_per_list"] = (shape.cpu_s() - cpu_before) / args.lists
+        cpu_after = shape.cpu_by_process()
+        lists["app_cpu_s_per_list"] = sum(cpu_after[k] - cpu_before[k] for k in cpu_after) / args.lists
+        lists["app_cpu_s_per_list_by_process"] = {k: round((cpu_after[k] - cpu_before[k]) / args.lists, 3)
+                                                  for k in cpu_after}
         lists["machine_busy_share"] = (busy_after - busy_before) / max(1e-9, total_after - total_before)
         rss = shape.rss_mib()
         tasks = task_stats(shape)
@@ -376,6 +381,7 @@ def run_mode(mode: str, work: Path, args: argparse.Namespace) -> dict[str, Any]:
         result["alone"] = {"lists": len(alone), "p50_ms": percentile(alone_ms, 50), "p99_ms": percentile(alone_ms, 99)}
     print(f"[{mode}] {lists['lists_per_min']:.1f} lists/min, p50 {lists['p50_ms']:.0f} ms, "
           f"app CPU {lists['app_cpu_s_per_list'] * 1000:.0f} ms per list, "
+          f"({', '.join(f'{k} {v * 1000:.0f}' for k, v in lists['app_cpu_s_per_list_by_process'].items())}), "
           f"machine {lists['machine_busy_share'] * 100:.0f}% busy, "
           f"p99 {lists['p99_ms']:.0f} ms; baseline {base['per_min']:.0f} posts/min; load {os.getloadavg()[0]:.2f}",
           flush=True)

@@ -46,6 +46,9 @@ from django_tasks_db.models import DBTaskResult
 log = logging.getLogger("crows.worker")
 
 NOTIFY_CHANNEL = "crows_tasks"
+# Sent as the NOTIFY payload: a process's listener ignores its own notifications, whose
+# tasks its doorbell already rang for at commit (a second wake is a wasted claim).
+_PROCESS_TOKEN = f"{os.getpid()}-{get_random_string(8)}"
 
 _started = False
 _start_lock = threading.Lock()
@@ -105,7 +108,7 @@ def _notify(**kwargs: object) -> None:
 def _notify_workers() -> None:
     try:
         with connection.cursor() as cursor:
-            cursor.execute(f"NOTIFY {NOTIFY_CHANNEL}")
+            cursor.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, _PROCESS_TOKEN])
     except Exception:
         log.warning("NOTIFY for a new task failed; workers will find it by polling", exc_info=True)
 
@@ -198,8 +201,9 @@ def _listen_for_tasks() -> None:
             with psycopg.connect(**{k: v for k, v in params.items() if v}, autocommit=True) as conn:
                 conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                 while not _stop.is_set():
-                    for _ in conn.notifies(timeout=5.0):
-                        _doorbell.ring()
+                    for note in conn.notifies(timeout=5.0):
+                        if note.payload != _PROCESS_TOKEN:
+                            _doorbell.ring()
         except Exception:
             log.warning("listening for new tasks failed; polling meanwhile", exc_info=True)
             _stop.wait(2.0)

@@ -139,6 +139,13 @@ def _assert_one_answer_per_item(frames: list) -> None:
     assert ids == sorted(set(ids))
 
 
+def _assert_finishes_once_each(client: SSEClient, timeout: float) -> None:
+    try:
+        _assert_one_answer_per_item(_until_finished(client, timeout=timeout))
+    finally:
+        client.close()
+
+
 def _running_tasks_of(url: str, worker: str) -> list[str]:
     with psycopg.connect(url) as conn:
         rows = conn.execute(
@@ -194,11 +201,7 @@ def test_two_servers_and_two_workers_finish_lists_posted_on_either(shape):
         on_b = _post_list(b, 3, "pair-b")
         # Each list is watched through the other server.
         for server, list_id in ((b, on_a), (a, on_b)):
-            client = SSEClient(f"{server.url}/api/events?list_id={list_id}")
-            try:
-                _assert_one_answer_per_item(_until_finished(client, timeout=90))
-            finally:
-                client.close()
+            _assert_finishes_once_each(SSEClient(f"{server.url}/api/events?list_id={list_id}"), timeout=90)
     finally:
         for w in workers:
             w.stop()
@@ -228,10 +231,7 @@ def test_the_flight_cap_holds_while_workers_take_off_and_land_side_by_side(shape
                 ).fetchone()[0]
                 time.sleep(0.01)
         for client in clients.values():
-            try:
-                _assert_one_answer_per_item(_until_finished(client, timeout=30))
-            finally:
-                client.close()
+            _assert_finishes_once_each(client, timeout=30)
     finally:
         for w in workers:
             w.stop()
