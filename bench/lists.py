@@ -2,7 +2,8 @@
 on SQLite, on PostgreSQL, and in the scale-out shape (2 servers + 2 db_workers).
 
     .venv/bin/python bench/lists.py [--modes sqlite,postgres,scaleout] [--latency-ms 200]
-        [--lists 20] [--items 10] [--concurrency 5] [--alone 5] [--json out.json]
+        [--lists 20] [--items 10] [--concurrency 5] [--alone 3] [--threads 8]
+        [--json out.json] [--keep]
 
 Each mode starts its own processes on 127.0.0.1 with the mock brain (answering after
 --latency-ms, standing in for a model), a freshly migrated database, the whole flock
@@ -14,15 +15,19 @@ trusted (`manage.py trust_seed --all`, so every verdict is `auto`) and Jev warm:
   fresh PostgreSQL database and Redis (127.0.0.1:6379); lists are posted to the servers in
   turn and watched on the first one's firehose.
 
-Every process runs CROWS_WORKER_THREADS=8 worker threads; CROWS_MAX_IN_FLIGHT is raised to
+Every process runs CROWS_WORKER_THREADS=--threads worker threads; CROWS_MAX_IN_FLIGHT is raised to
 --max-in-flight (default 32) in every mode, so the flock-wide flight cap does not hide
 what the modes can do. Then, from this process (which shares the cores with the servers):
 
 1. lists under load: posts --lists lists of --items items each (a fixed mix of solo, split
    and murder items), --concurrency at a time, and times each from just before its POST
    to its `list.finished` on the firehose. Reports lists per minute (first POST to last
-   finish), p50/p99 latency, items answered and skipped (by reason), and tokens used.
-2. one list at a time (--alone, sqlite mode only by default): lists posted one after
+   finish), p50/p99 latency, items answered and skipped (by reason), and tokens used;
+   the app's CPU per list (user + system of each of its processes, from /proc, not
+   PostgreSQL's or Redis's) and how busy the whole machine was meanwhile; and where the
+   workers' time went (from the task table: tasks run, busy seconds against threads x
+   wall time, queue wait and run time per task, busy seconds by task).
+2. one list at a time (--alone, in every mode of --alone-modes): lists posted one after
    another: the latency of a list on an idle flock.
 3. baseline: the same numbers of bare `POST /api/nests/todo/messages` at the same
    concurrency (crows not invoked), each timed from just before its POST to its
