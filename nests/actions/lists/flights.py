@@ -9,14 +9,14 @@ off, and its item is skipped with reason `budget`. A budget holds the estimate o
 flight in the air and the real count of every landed one.
 
 The gate is the flock's one shared row, so it is taken last, just before the few writes
-that count or hand over a slot, and held only until the commit: a transaction's own rows
-(sortie, list, item, verdicts, events) are written before it queues at the gate, so
-take-offs and landings of different lists run side by side on PostgreSQL (holding it for
-the whole transaction was most of the workers' time there, docs/PERFORMANCE.md). A gate
-holder never waits for a row lock: it writes only rows it already holds, and the
-hand-over skips waiting sorties another transaction has locked (those are taking off
-themselves, and will find the slot once the holder commits), so the gate is in no
-deadlock cycle. Decisions under the gate see every earlier holder's commit: each
+that count or hand over a slot, and held only until the commit: a transaction locks its
+own rows (list, item, sortie) and does the rest of its work (verdicts, progress, events)
+before it queues at the gate, so take-offs and landings of different lists run side by
+side on PostgreSQL (holding it for the whole transaction was most of the workers' time
+there, docs/PERFORMANCE.md). A gate holder never waits for a row lock: it writes only
+rows it already holds and new ones, and the hand-over skips waiting sorties another
+transaction has locked (those are taking off themselves, and will find the slot once the
+holder commits), so the gate is in no deadlock cycle. Decisions under the gate see every earlier holder's commit: each
 statement in READ COMMITTED reads a fresh snapshot, taken after the lock was granted.
 """
 
