@@ -164,16 +164,16 @@ class Shape:
         for done in reversed(self.cleanup):
             done()
 
-    def pids(self) -> list[int]:
-        return [s.proc.pid for s in self.servers if s.proc] + [w.pid for w in self.workers]
+    def processes(self) -> list[tuple[str, int]]:
+        """(name, pid) of each process of the shape: server0.., worker0.."""
+        named = [(f"server{n}", s.proc.pid) for n, s in enumerate(self.servers) if s.proc]
+        return named + [(f"worker{n}", w.pid) for n, w in enumerate(self.workers)]
 
     def cpu_by_process(self) -> dict[str, float]:
         """User + system CPU seconds so far of each process of the shape (not PostgreSQL's)."""
         tick = os.sysconf("SC_CLK_TCK")
-        named = [(f"server{n}", s.proc.pid) for n, s in enumerate(self.servers) if s.proc]
-        named += [(f"worker{n}", w.pid) for n, w in enumerate(self.workers)]
         out = {}
-        for name, pid in named:
+        for name, pid in self.processes():
             try:
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
                 out[name] = (int(fields[11]) + int(fields[12])) / tick
@@ -182,9 +182,8 @@ class Shape:
         return out
 
     def rss_mib(self) -> float:
-        pids = [s.proc.pid for s in self.servers if s.proc] + [w.pid for w in self.workers]
         total = 0
-        for pid in pids:
+        for _, pid in self.processes():
             try:
                 for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                     if line.startswith("VmRSS:"):

@@ -21,9 +21,11 @@ _WORDS = {
 }
 
 
-class ApiErrorsAsJson:
-    """Sync and async alike: under daphne the whole chain stays async up to the view, with
-    no thread hop for this middleware (a sync-only one costs two per request)."""
+class HybridMiddleware:
+    """A middleware that is sync and async alike: under daphne the whole chain stays async
+    up to the view, with no thread hop for it (a sync-only one costs two per request).
+    A subclass says what happens before the rest of the chain (`before`: a response ends
+    the request there) and to its response (`after`)."""
 
     sync_capable = True
     async_capable = True
@@ -33,25 +35,31 @@ class ApiErrorsAsJson:
         if iscoroutinefunction(self.get_response):
             markcoroutinefunction(self)
 
+    def before(self, request: HttpRequest) -> HttpResponse | None:
+        return None
+
+    def after(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        return response
+
     def __call__(self, request: HttpRequest) -> Any:
         if iscoroutinefunction(self):
             return self.__acall__(request)
-        if not request.path.startswith("/api/"):
-            return self.get_response(request)
-        if "\x00" in request.path:
-            return _nul_path()
-        return _as_json(request, self.get_response(request))
+        early = self.before(request)
+        return early if early is not None else self.after(request, self.get_response(request))
 
     async def __acall__(self, request: HttpRequest) -> HttpResponse:
-        if not request.path.startswith("/api/"):
-            return await self.get_response(request)
-        if "\x00" in request.path:
-            return _nul_path()
-        return _as_json(request, await self.get_response(request))
+        early = self.before(request)
+        return early if early is not None else self.after(request, await self.get_response(request))
 
 
-def _nul_path() -> HttpResponse:
-    return JsonResponse({"message": "the path must not contain NUL characters"}, status=400)
+class ApiErrorsAsJson(HybridMiddleware):
+    def before(self, request: HttpRequest) -> HttpResponse | None:
+        if request.path.startswith("/api/") and "\x00" in request.path:
+            return JsonResponse({"message": "the path must not contain NUL characters"}, status=400)
+        return None
+
+    def after(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        return _as_json(request, response) if request.path.startswith("/api/") else response
 
 
 def _as_json(request: HttpRequest, response: HttpResponse) -> HttpResponse:

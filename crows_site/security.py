@@ -28,10 +28,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.http.request import split_domain_port, validate_host
+
+from crows_site.middleware import HybridMiddleware
 
 COOKIE_NAME = "crows_owner"
 COOKIE_MAX_AGE_S = 30 * 24 * 3600
@@ -228,30 +229,10 @@ def as_response(refusal: Refusal) -> HttpResponse:
 # ---------------------------------------------------------------------------------------
 
 
-class OwnerGateMiddleware:
-    """Sync and async alike, so under daphne it adds no thread hop (see ApiErrorsAsJson)."""
-
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
-        self.get_response = get_response
-        if iscoroutinefunction(self.get_response):
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> Any:
-        if iscoroutinefunction(self):
-            return self.__acall__(request)
+class OwnerGateMiddleware(HybridMiddleware):
+    def before(self, request: HttpRequest) -> HttpResponse | None:
         refusal = _refusal_for(request)
-        if refusal is not None:
-            return as_response(refusal)
-        return self.get_response(request)
-
-    async def __acall__(self, request: HttpRequest) -> HttpResponse:
-        refusal = _refusal_for(request)
-        if refusal is not None:
-            return as_response(refusal)
-        return await self.get_response(request)
+        return as_response(refusal) if refusal is not None else None
 
 
 def _refusal_for(request: HttpRequest) -> Refusal | None:
