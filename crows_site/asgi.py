@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import threading
 
-from django.core.asgi import get_asgi_application
+from crows_site.handlers import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crows_site.settings")
 

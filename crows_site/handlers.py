@@ -1,0 +1,85 @@
+"""Django's ASGI handler, with each request's sync work on a thread kept from earlier
+requests.
+
+Stock Django enters `ThreadSensitiveContext()` per request, and asgiref gives every such
+context a new one-thread executor: a thread is started for the request, another one is
+started at its end to join the first, and the request's database connection (Django keeps
+them per thread) is opened, set up and dropped with it. Measured under daphne
+(docs/PERFORMANCE.md): every nest POST opened a new SQLite connection and ran its PRAGMAs.
+
+asgiref lets the caller own the executor (`ThreadSensitiveContext(executor=...)`), so a
+request here borrows an idle one-thread executor and gives it back when its response is
+sent. Everything Django runs for one request still runs on one thread, as the
+thread-sensitive contract asks; what changes is that the thread, and its connection,
+outlive the request. An executor whose thread is still busy when it comes back (a client
+that hung up mid-view leaves its sync call running) only queues the next request's work
+behind that call: one worker thread means the two never share the connection at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import django
+from asgiref.sync import ThreadSensitiveContext
+from django.core.handlers.asgi import ASGIHandler
+
+# Idle threads kept for the next requests. Beyond this many at once, a burst's extra
+# threads end with their requests, as stock Django's all do.
+KEPT_IDLE_THREADS = 32
+
+
+class RequestThreads:
+    """A free list of one-thread executors for requests."""
+
+    def __init__(self, keep: int = KEPT_IDLE_THREADS) -> None:
+        self.keep = keep
+        self._idle: list[ThreadPoolExecutor] = []
+        self._lock = threading.Lock()
+        self._made = 0
+
+    def borrow(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+            self._made += 1
+            number = self._made
+        return ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"crows-request-{number}")
+
+    def give_back(self, executor: ThreadPoolExecutor) -> None:
+        with self._lock:
+            if len(self._idle) < self.keep:
+                self._idle.append(executor)
+                return
+        # Not waiting: the thread may still be finishing a call (see the module docstring).
+        executor.shutdown(wait=False)
+
+    def idle(self) -> int:
+        with self._lock:
+            return len(self._idle)
+
+
+class KeptThreadsASGIHandler(ASGIHandler):
+    """`ASGIHandler` whose requests run their sync parts on kept threads."""
+
+    def __init__(self, threads: RequestThreads | None = None) -> None:
+        super().__init__()
+        self.threads = threads or RequestThreads()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
+        executor = self.threads.borrow()
+        try:
+            async with ThreadSensitiveContext(executor=executor):
+                await self.handle(scope, receive, send)
+        finally:
+            self.threads.give_back(executor)
+
+
+def get_asgi_application() -> KeptThreadsASGIHandler:
+    """`django.core.asgi.get_asgi_application`, returning the kept-threads handler."""
+    django.setup(set_prefix=False)
+    return KeptThreadsASGIHandler()

@@ -1,0 +1,103 @@
+"""The ASGI handler keeps request threads (crows_site/handlers.py): a request's sync work
+runs on one thread, and the next request reuses it, with its database connection."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from asgiref.testing import ApplicationCommunicator
+from django.core import signals
+
+from crows_site.handlers import KeptThreadsASGIHandler, RequestThreads
+
+SCOPE = {
+    "type": "http",
+    "asgi": {"version": "3.0"},
+    "http_version": "1.1",
+    "method": "GET",
+    "scheme": "http",
+    "path": "/api/no-such-thing",
+    "raw_path": b"/api/no-such-thing",
+    "query_string": b"",
+    "root_path": "",
+    "headers": [(b"host", b"127.0.0.1")],
+    "client": ("127.0.0.1", 50000),
+    "server": ("127.0.0.1", 8000),
+}
+
+
+@pytest.fixture
+def request_threads() -> Iterator[list[tuple[str, str]]]:
+    """(signal, thread name) for every request_started/finished, in order."""
+    seen: list[tuple[str, str]] = []
+
+    def started(**kwargs: Any) -> None:
+        seen.append(("started", threading.current_thread().name))
+
+    def finished(**kwargs: Any) -> None:
+        seen.append(("finished", threading.current_thread().name))
+
+    signals.request_started.connect(started, weak=False)
+    signals.request_finished.connect(finished, weak=False)
+    yield seen
+    signals.request_started.disconnect(started)
+    signals.request_finished.disconnect(finished)
+
+
+async def get(handler: KeptThreadsASGIHandler) -> int:
+    app = ApplicationCommunicator(handler, dict(SCOPE))
+    await app.send_input({"type": "http.request", "body": b""})
+    start = await app.receive_output(5)
+    await app.receive_output(5)  # the body
+    await app.wait(5)
+    return int(start["status"])
+
+
+def test_requests_one_after_another_run_on_the_same_kept_thread(
+    request_threads: list[tuple[str, str]],
+) -> None:
+    handler = KeptThreadsASGIHandler(RequestThreads(keep=4))
+
+    assert asyncio.run(get(handler)) == 404
+    assert asyncio.run(get(handler)) == 404
+
+    names = {name for _, name in request_threads}
+    assert [signal for signal, _ in request_threads] == ["started", "finished"] * 2
+    assert len(names) == 1 and names.pop().startswith("crows-request-")
+    assert handler.threads.idle() == 1
+
+
+def test_a_burst_keeps_only_so_many_idle_threads() -> None:
+    threads = RequestThreads(keep=2)
+    borrowed = [threads.borrow() for _ in range(3)]
+    assert len({id(e) for e in borrowed}) == 3
+
+    for executor in borrowed:
+        threads.give_back(executor)
+
+    assert threads.idle() == 2
+    assert borrowed[2]._shutdown  # the one over the limit ends
+    assert threads.borrow() is borrowed[1]
+
+
+def test_a_thread_still_busy_when_given_back_serves_the_next_request_after_it() -> None:
+    # A client that hangs up mid-view leaves its sync call running; the thread goes back
+    # to the free list, and the next request's work waits behind that call, never beside it.
+    threads = RequestThreads(keep=1)
+    executor = threads.borrow()
+    release = threading.Event()
+    order: list[str] = []
+    first = executor.submit(lambda: (release.wait(5), order.append("abandoned call")))
+    threads.give_back(executor)
+
+    again = threads.borrow()
+    assert again is executor
+    second = again.submit(lambda: order.append("next request"))
+    release.set()
+    first.result(5)
+    second.result(5)
+    assert order == ["abandoned call", "next request"]
