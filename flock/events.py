@@ -53,12 +53,24 @@ def _event_sequence() -> str:
 def _hold_id_floor() -> None:
     """PostgreSQL: before taking an id, hold a shared transaction lock keyed by a number no
     larger than any id this transaction will take (the sequence's next value, read now).
-    Shared, so writers never wait for each other; readers see it in pg_locks."""
+    Shared, so writers never wait for each other; readers see it in pg_locks.
+
+    Once per transaction: ids only grow, so the floor taken before the first id is below
+    every later one too. A floor taken inside a savepoint that is rolled back is released
+    with it, and Django drops the on-commit hooks registered there in the same step, so
+    `_floor_held` still being queued means the floor is still held."""
+    if any(entry[1] is _floor_held for entry in connection.run_on_commit):  # (savepoints, hook, robust)
+        return
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT pg_advisory_xact_lock_shared({FLOOR_KEY_BASE} + last_value"
             f" + CASE WHEN is_called THEN 1 ELSE 0 END) FROM {_event_sequence()}"
         )
+    transaction.on_commit(_floor_held)
+
+
+def _floor_held() -> None:
+    """On-commit marker of a transaction that holds its id floor; does nothing."""
 
 
 def final_horizon() -> int:

@@ -23,7 +23,7 @@ statement in READ COMMITTED reads a fresh snapshot, taken after the lock was gra
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import transaction
@@ -53,16 +53,18 @@ def lock_gate() -> None:
         FlightGate.objects.select_for_update().get(pk=1)
 
 
-def lock_sortie(sortie_pk: int) -> tuple[Sortie, TodoList, Item]:
+def lock_sortie(sortie_pk: int, *, owners: tuple[int, int] | None = None) -> tuple[Sortie, TodoList, Item]:
     """Lock a sortie with its list and item, in the lists' one order: the list's row
     first (as lock_list everywhere), then the item, then the sortie. Landing a sortie can
     touch its siblings (cancel them, queue the Elder), so a take-off that locked its own
-    sortie before the list could deadlock with it."""
-    list_pk, item_pk = Sortie.objects.filter(pk=sortie_pk).values_list("todo_list_id", "item_id").get()
+    sortie before the list could deadlock with it. `owners` is the sortie's (list pk, item
+    pk) when the caller knows them (a sortie never changes list or item), else read here."""
+    list_pk, item_pk = owners or Sortie.objects.filter(pk=sortie_pk).values_list("todo_list_id", "item_id").get()
     todo = lock_list(list_pk)
     item = Item.objects.select_for_update().get(pk=item_pk)
     item.todo_list = todo
     sortie = Sortie.objects.select_for_update().get(pk=sortie_pk)
+    sortie.todo_list, sortie.item = todo, item
     return sortie, todo, item
 
 
@@ -86,9 +88,17 @@ def hand_over_slots() -> int:
     return len(woken)
 
 
-def request_for(sortie: Sortie, item: Item) -> BrainRequest:
+class Launch(NamedTuple):
+    """A sortie in the air, what it was asked, and the brain that answers (the crow's)."""
+
+    sortie: Sortie
+    request: BrainRequest
+    brain_spec: str
+
+
+def request_for(sortie: Sortie, item: Item, crow: Crow | None = None) -> BrainRequest:
     """The brain request of a sortie, rebuilt the same way on a take-over after restart."""
-    crow = Crow.objects.get(name=sortie.crow)
+    crow = crow or Crow.objects.get(name=sortie.crow)
     context: dict[str, Any] = {"item_text": item.text}
     if sortie.role != Sortie.Role.SENTRY:
         context.update(task_type=item.task_type, mode=item.mode or "solo")
@@ -111,7 +121,7 @@ def _over_budget(item: Item, todo: TodoList, estimate: int) -> bool:
     return item_after > settings.CROWS_ITEM_TOKEN_BUDGET or list_after > todo.token_budget
 
 
-def launch_sortie(sortie_pk: int, *, retry: bool = False) -> tuple[Sortie, BrainRequest] | None:
+def launch_sortie(sortie_pk: int, *, retry: bool = False) -> Launch | None:
     """Take off, or wait for a slot, or cancel. Returns what to fly when this process
     should fly it now, else None. `retry` is this process's own flight coming back after
     its code failed mid-air (a locked database): it flies again, without a second take-off."""
@@ -123,14 +133,16 @@ def launch_sortie(sortie_pk: int, *, retry: bool = False) -> tuple[Sortie, Brain
             # Left in the air by a dead process: fly it again, without a second take-off.
             sortie.claimed_by = BOOT_ID
             sortie.save(update_fields=["claimed_by"])
-            return sortie, request_for(sortie, item)
+            crow = Crow.objects.get(name=sortie.crow)
+            return Launch(sortie, request_for(sortie, item, crow), crow.brain_spec)
         if sortie.status not in (Sortie.Status.PLANNED, Sortie.Status.WAITING):
             return None
         if item.ended:
             sortie.status = Sortie.Status.CANCELLED
             sortie.save(update_fields=["status"])
             return None
-        request = request_for(sortie, item)
+        crow = Crow.objects.get(name=sortie.crow)
+        request = request_for(sortie, item, crow)
         estimate = briefs.estimate(request)
         lock_gate()
         if in_flight() >= settings.CROWS_MAX_IN_FLIGHT:
@@ -158,21 +170,27 @@ def launch_sortie(sortie_pk: int, *, retry: bool = False) -> tuple[Sortie, Brain
             {"item_id": item.item_id, "crow": sortie.crow, "borrowed": sortie.borrowed},
             list_id=todo.list_id,
         )
-    return sortie, request
+    return Launch(sortie, request, crow.brain_spec)
 
 
 def land_sortie(
-    sortie_pk: int, reply: BrainReply, *, jev: dict[str, Any] | None = None, request: BrainRequest | None = None
+    sortie_pk: int,
+    reply: BrainReply,
+    *,
+    jev: dict[str, Any] | None = None,
+    request: BrainRequest | None = None,
+    owners: tuple[int, int] | None = None,
 ) -> Sortie | None:
     """Land the sortie with what its brain said, count its real tokens, hand its slot on
     and move its item along. None when it was not this process's to land. `request` is
-    what the crow was asked (rebuilt from the rows when not given), for the flight log."""
+    what the crow was asked (rebuilt from the rows when not given), for the flight log;
+    `owners` as for lock_sortie."""
     from nests.actions.lists.banter import maybe_start_banter
     from nests.actions.lists.progress import after_elder_landed, after_worker_landed
     from nests.actions.lists.triage import conclude_triage
 
     with transaction.atomic():
-        sortie, todo, item = lock_sortie(sortie_pk)
+        sortie, todo, item = lock_sortie(sortie_pk, owners=owners)
         if sortie.status != Sortie.Status.FLYING or sortie.claimed_by != BOOT_ID:
             return None
         tokens = max(0, int(reply.tokens_in)) + max(0, int(reply.tokens_out))
@@ -224,10 +242,11 @@ def fly_sortie(sortie_pk: int, *, retry: bool = False) -> str:
     launched = launch_sortie(sortie_pk, retry=retry)
     if launched is None:
         return "not flown"
-    sortie, request = launched
-    reply = get_brain(Crow.objects.get(name=sortie.crow).brain_spec).think(request)
+    sortie, request, brain_spec = launched
+    reply = get_brain(brain_spec).think(request)
     jev = ask_jev(sortie.item.text) if sortie.role == Sortie.Role.SENTRY else None
-    landed = land_sortie(sortie_pk, reply, jev=jev, request=request)
+    owners = (sortie.todo_list_id, sortie.item_id)
+    landed = land_sortie(sortie_pk, reply, jev=jev, request=request, owners=owners)
     return "landed" if landed else "landed elsewhere"
 
 

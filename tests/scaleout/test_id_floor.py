@@ -1,0 +1,144 @@
+"""The id floor on PostgreSQL (flock/events.py, docs/STREAM.md): a transaction that emits
+holds one floor, taken before its first id and below every id it takes; a floor taken in
+a savepoint that rolls back goes with it, and the next emit takes a new one; readers'
+final horizon stays below the open transaction's first id all along."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.support.server import PYTHON, ROOT, base_env, migrate
+from tests.support.services import fresh_postgres_database, missing_postgres
+
+pytestmark = [pytest.mark.scaleout, pytest.mark.live]
+
+_why = missing_postgres()
+if _why:
+    pytest.skip(_why, allow_module_level=True)
+
+# Reports, at each step, the floors this transaction holds (from pg_locks, through a
+# second connection, as a reader sees them), the ids taken so far and the horizon.
+SCRIPT = """
+import json, os
+import psycopg
+from django.db import transaction
+from flock.events import FLOOR_KEY_BASE, emit, final_horizon
+import nests.actions.messages  # registers nest.message
+
+reader = psycopg.connect(os.environ["DATABASE_URL"], autocommit=True)
+
+def floors():
+    rows = reader.execute(
+        "SELECT (classid::bigint << 32) | objid::bigint FROM pg_locks"
+        " WHERE locktype = 'advisory' AND objsubid = 1 AND classid >= %s AND classid < %s",
+        [FLOOR_KEY_BASE >> 32, (FLOOR_KEY_BASE >> 32) * 2]).fetchall()
+    return sorted(r[0] - FLOOR_KEY_BASE for r in rows)
+
+steps = {}
+with transaction.atomic():
+    ids = [emit("nest.message", {"n": n}, nest_id="todo").id for n in range(3)]
+    steps["three emits"] = {"floors": floors(), "ids": ids}
+    try:
+        with transaction.atomic():
+            inner = emit("nest.message", {"n": 3}, nest_id="todo").id
+            steps["savepoint"] = {"floors": floors(), "ids": [inner]}
+            raise RuntimeError("roll the savepoint back")
+    except RuntimeError:
+        pass
+    steps["after rollback"] = {"floors": floors()}
+with transaction.atomic():
+    with transaction.atomic():
+        first = emit("nest.message", {"n": 4}, nest_id="todo").id
+        steps["fresh, in a savepoint"] = {"floors": floors(), "ids": [first]}
+    steps["savepoint released"] = {"floors": floors()}
+    try:
+        with transaction.atomic():
+            emit("nest.message", {"n": 5}, nest_id="todo")
+            raise RuntimeError("roll back an inner one")
+    except RuntimeError:
+        pass
+    later = emit("nest.message", {"n": 6}, nest_id="todo").id
+    steps["outer floor kept"] = {"floors": floors(), "ids": [later], "horizon": final_horizon()}
+steps["committed"] = {"floors": floors()}
+print(json.dumps(steps))
+"""
+
+
+def test_one_floor_per_transaction_below_its_ids_and_savepoint_rollbacks_release_theirs(tmp_path):
+    with fresh_postgres_database() as url:
+        env = base_env(CROWS_DATA_DIR=str(tmp_path), DATABASE_URL=url, CROWS_EMBEDDED_WORKER="0")
+        migrate(env)
+        run = subprocess.run(
+            [PYTHON, "manage.py", "shell", "-v", "0", "-c", SCRIPT],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        )
+        assert run.returncode == 0, run.stderr
+        steps = json.loads(run.stdout.strip().splitlines()[-1])
+
+    three = steps["three emits"]
+    assert len(three["floors"]) == 1 and three["floors"][0] <= min(three["ids"])
+    # The inner emit needs no floor of its own: the outer one is below its id.
+    assert steps["savepoint"]["floors"] == three["floors"]
+    assert steps["after rollback"]["floors"] == three["floors"]
+
+    fresh = steps["fresh, in a savepoint"]
+    assert len(fresh["floors"]) == 1 and fresh["floors"][0] <= fresh["ids"][0]
+    # Released, not rolled back: PostgreSQL hands the savepoint's lock to the transaction.
+    assert steps["savepoint released"]["floors"] == fresh["floors"]
+    kept = steps["outer floor kept"]
+    assert kept["floors"] == fresh["floors"] and kept["floors"][0] <= kept["ids"][0]
+    # Readers trust nothing from the open transaction's first id on.
+    assert kept["horizon"] < fresh["ids"][0]
+    assert steps["committed"]["floors"] == []
+
+
+SAVEPOINT_FIRST = """
+import json, os
+import psycopg
+from django.db import transaction
+from flock.events import FLOOR_KEY_BASE, emit
+import nests.actions.messages  # registers nest.message
+
+reader = psycopg.connect(os.environ["DATABASE_URL"], autocommit=True)
+
+def floors():
+    rows = reader.execute(
+        "SELECT (classid::bigint << 32) | objid::bigint FROM pg_locks"
+        " WHERE locktype = 'advisory' AND objsubid = 1 AND classid >= %s AND classid < %s",
+        [FLOOR_KEY_BASE >> 32, (FLOOR_KEY_BASE >> 32) * 2]).fetchall()
+    return sorted(r[0] - FLOOR_KEY_BASE for r in rows)
+
+steps = {}
+with transaction.atomic():
+    try:
+        with transaction.atomic():
+            emit("nest.message", {"n": 1}, nest_id="todo")
+            steps["in savepoint"] = floors()
+            raise RuntimeError("roll back the first emit")
+    except RuntimeError:
+        pass
+    steps["rolled back"] = floors()
+    later = emit("nest.message", {"n": 2}, nest_id="todo").id
+    steps["next emit"] = {"floors": floors(), "id": later}
+print(json.dumps(steps))
+"""
+
+
+def test_a_floor_rolled_back_with_its_savepoint_is_taken_again_by_the_next_emit(tmp_path):
+    with fresh_postgres_database() as url:
+        env = base_env(CROWS_DATA_DIR=str(tmp_path), DATABASE_URL=url, CROWS_EMBEDDED_WORKER="0")
+        migrate(env)
+        run = subprocess.run(
+            [PYTHON, "manage.py", "shell", "-v", "0", "-c", SAVEPOINT_FIRST],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        )
+        assert run.returncode == 0, run.stderr
+        steps = json.loads(run.stdout.strip().splitlines()[-1])
+
+    assert len(steps["in savepoint"]) == 1
+    assert steps["rolled back"] == []
+    again = steps["next emit"]
+    assert len(again["floors"]) == 1 and again["floors"][0] <= again["id"]
