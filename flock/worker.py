@@ -12,8 +12,9 @@ How the pool works (docs/STREAM.md, "Background work"):
   pool while an empty queue costs one poll per CROWS_WORKER_POLL_S per process (one
   thread polls; the others sleep until rung). On PostgreSQL an enqueue also sends
   `NOTIFY crows_tasks`, which rings the doorbell of every worker process;
-- claims: `SELECT … FOR UPDATE SKIP LOCKED` on PostgreSQL (django-tasks-db's get_locked),
-  an IMMEDIATE transaction on SQLite;
+- claims: on PostgreSQL one statement, `UPDATE … WHERE id = (SELECT … FOR UPDATE SKIP
+  LOCKED)` with the lease upsert beside it; on SQLite django-tasks-db's get_locked and
+  claim in an IMMEDIATE transaction;
 - leases: a claim writes a TaskLease that the process's heartbeat renews every third of
   CROWS_TASK_LEASE_S; a task still RUNNING after its lease ran out (its worker died, say
   killed with SIGKILL) is queued again by any live worker's heartbeat and runs again.
@@ -242,15 +243,18 @@ class PoolWorker(Worker):
 
         tasks = DBTaskResult.objects.ready().filter(backend_name=self.backend_name)
         try:
-            with exclusive_transaction(tasks.db):
-                task_result = tasks.get_locked()
-                if task_result is not None:
-                    task_result.claim(self.worker_id)
-                    # One upsert (a re-run's task may still have its dead worker's lease).
-                    TaskLease.objects.bulk_create(
-                        [TaskLease(task_id=task_result.id, worker_id=self.worker_id, expires_at=_lease_until())],
-                        update_conflicts=True, unique_fields=["task_id"], update_fields=["worker_id", "expires_at"],
-                    )
+            if connection.vendor == "postgresql":
+                task_result = self._claim_in_one_statement()
+            else:
+                with exclusive_transaction(tasks.db):
+                    task_result = tasks.get_locked()
+                    if task_result is not None:
+                        task_result.claim(self.worker_id)
+                        # One upsert (a re-run's task may still have its dead worker's lease).
+                        TaskLease.objects.bulk_create(
+                            [TaskLease(task_id=task_result.id, worker_id=self.worker_id, expires_at=_lease_until())],
+                            update_conflicts=True, unique_fields=["task_id"], update_fields=["worker_id", "expires_at"],
+                        )
         except OperationalError as exc:
             if is_locked_database_exception(exc):
                 return False
@@ -274,6 +278,43 @@ class PoolWorker(Worker):
             except Exception:
                 log.warning("dropping the lease of task %s failed; it expires by itself", task_result.id)
         return True
+
+
+    def _claim_in_one_statement(self) -> DBTaskResult | None:
+        """PostgreSQL: claim the next ready task and write its lease in one statement.
+
+        The same claim as the SQLite path (django-tasks-db's `ready()`, its ordering,
+        `get_locked()` and `claim()`, then the lease upsert), but one round trip in
+        autocommit instead of five (BEGIN, select, update, upsert, COMMIT): under load a
+        round trip costs far more than the statement, and every task pays for a claim."""
+        from django_tasks_db.models import get_date_max
+
+        from flock.models import TaskLease
+
+        quote = connection.ops.quote_name
+        tasks, leases = quote(DBTaskResult._meta.db_table), quote(TaskLease._meta.db_table)
+        columns = ", ".join(f"claimed.{quote(f.column or f.name)}" for f in DBTaskResult._meta.concrete_fields)
+        now = timezone.now()
+        sql = f"""
+            WITH claimed AS (
+                UPDATE {tasks} SET status = %s, started_at = %s, worker_ids = worker_ids || to_jsonb(%s::text)
+                WHERE id = (
+                    SELECT id FROM {tasks}
+                    WHERE status = %s AND backend_name = %s AND (run_after = %s OR run_after <= %s)
+                    ORDER BY priority DESC, run_after ASC, enqueued_at ASC
+                    LIMIT 1 FOR UPDATE SKIP LOCKED)
+                RETURNING *),
+            lease AS (
+                INSERT INTO {leases} (task_id, worker_id, expires_at) SELECT id, %s, %s FROM claimed
+                ON CONFLICT (task_id) DO UPDATE SET worker_id = EXCLUDED.worker_id, expires_at = EXCLUDED.expires_at)
+            SELECT {columns} FROM claimed"""
+        params = [
+            TaskResultStatus.RUNNING, now, self.worker_id,
+            TaskResultStatus.READY, self.backend_name, get_date_max(), now,
+            self.worker_id, _lease_until(),
+        ]
+        claimed = list(DBTaskResult.objects.raw(sql, params))
+        return claimed[0] if claimed else None
 
 
 # Kept for callers of the earlier name.
