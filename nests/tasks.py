@@ -24,17 +24,20 @@ PRIORITY_RETRY = 30  # a retried step is already late
 
 
 @task()
-def fly_sortie_task(sortie_pk: int, attempt: int = 0) -> str:
+def fly_sortie_task(sortie_pk: int, attempt: int = 0, owners: list[int] | None = None) -> str:
+    """`owners`: the sortie's list and item pks, if the enqueuer knew them (tasks queued
+    before they were passed have none, and the flight reads them)."""
     from nests.actions.lists import abort_sortie, fly_sortie
 
+    known = (owners[0], owners[1]) if owners and len(owners) == 2 else None
     try:
         # A retry is this process's own flight whose code failed after take-off: it must
         # fly again, or the sortie would stay in the air (and hold a slot) for good.
-        return fly_sortie(sortie_pk, retry=attempt > 0)
+        return fly_sortie(sortie_pk, retry=attempt > 0, owners=known)
     except OperationalError as exc:
         if attempt < RETRIES:
             later = timezone.now() + timedelta(seconds=RETRY_PAUSE_S * (attempt + 1))
-            fly_sortie_task.using(run_after=later, priority=PRIORITY_RETRY).enqueue(sortie_pk, attempt + 1)
+            fly_sortie_task.using(run_after=later, priority=PRIORITY_RETRY).enqueue(sortie_pk, attempt + 1, owners=owners)
             return f"retrying after {exc}"
         log.exception("sortie %s failed %d times", sortie_pk, attempt + 1)
         abort_sortie(sortie_pk, error=f"the flock's database kept failing: {exc}")

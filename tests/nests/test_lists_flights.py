@@ -114,6 +114,23 @@ def test_with_one_slot_a_whole_list_still_finishes_and_never_has_two_in_the_air(
     assert peak == 1 and [n for n, _ in events][-1] == "list.finished"
 
 
+def test_a_flight_task_carries_its_sorties_list_and_item_and_one_without_them_flies_too():
+    from django_tasks_db.models import DBTaskResult
+
+    todo = post_list("milk", requester="ada")
+    sortie = Sortie.objects.get(todo_list=todo)
+    queued = DBTaskResult.objects.get(task_path="nests.tasks.fly_sortie_task")
+    assert queued.args_kwargs["args"] == [sortie.pk]
+    assert queued.args_kwargs["kwargs"] == {"owners": [todo.pk, sortie.item_id]}
+
+    # A task queued before owners rode along (an older server's) reads them itself.
+    queued.args_kwargs = {"args": [sortie.pk], "kwargs": {}}
+    queued.save(update_fields=["args_kwargs"])
+    worker.run_pending()
+    sortie.refresh_from_db()
+    assert sortie.status == Sortie.Status.LANDED
+
+
 def test_a_duplicate_task_for_a_sortie_flies_it_once():
     from nests.tasks import fly_sortie_task
 

@@ -121,12 +121,13 @@ def _over_budget(item: Item, todo: TodoList, estimate: int) -> bool:
     return item_after > settings.CROWS_ITEM_TOKEN_BUDGET or list_after > todo.token_budget
 
 
-def launch_sortie(sortie_pk: int, *, retry: bool = False) -> Launch | None:
+def launch_sortie(sortie_pk: int, *, retry: bool = False, owners: tuple[int, int] | None = None) -> Launch | None:
     """Take off, or wait for a slot, or cancel. Returns what to fly when this process
     should fly it now, else None. `retry` is this process's own flight coming back after
-    its code failed mid-air (a locked database): it flies again, without a second take-off."""
+    its code failed mid-air (a locked database): it flies again, without a second take-off.
+    `owners` as for lock_sortie."""
     with transaction.atomic():
-        sortie, todo, item = lock_sortie(sortie_pk)
+        sortie, todo, item = lock_sortie(sortie_pk, owners=owners)
         if sortie.status == Sortie.Status.FLYING:
             if sortie.claimed_by == BOOT_ID and not retry:
                 return None  # already in the air from this process
@@ -235,11 +236,11 @@ def land_sortie(
     return sortie
 
 
-def fly_sortie(sortie_pk: int, *, retry: bool = False) -> str:
+def fly_sortie(sortie_pk: int, *, retry: bool = False, owners: tuple[int, int] | None = None) -> str:
     """The whole flight of one sortie; what the background task runs. Idempotent."""
     from nests.actions.lists.triage import ask_jev
 
-    launched = launch_sortie(sortie_pk, retry=retry)
+    launched = launch_sortie(sortie_pk, retry=retry, owners=owners)
     if launched is None:
         return "not flown"
     sortie, request, brain_spec = launched
