@@ -11,9 +11,12 @@ asgiref lets the caller own the executor (`ThreadSensitiveContext(executor=...)`
 request here borrows an idle one-thread executor and gives it back when its response is
 sent. Everything Django runs for one request still runs on one thread, as the
 thread-sensitive contract asks; what changes is that the thread, and its connection,
-outlive the request. An executor whose thread is still busy when it comes back (a client
-that hung up mid-view leaves its sync call running) only queues the next request's work
-behind that call: one worker thread means the two never share the connection at once.
+outlive the request. A request that ends normally has awaited every sync call it made,
+so its thread is idle and goes straight back. One that is cancelled (daphne cancels an
+application some seconds after its client hung up, and at shutdown) may leave a sync
+call running: its thread goes back only once that call has finished, so no later
+request waits behind it. Either way one worker thread per executor means two requests
+never use a connection at once.
 """
 
 from __future__ import annotations
@@ -48,7 +51,12 @@ class RequestThreads:
             number = self._made
         return ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"crows-request-{number}")
 
+    def give_back_when_idle(self, executor: ThreadPoolExecutor) -> None:
+        """Give the executor back once the work already queued on it has run."""
+        executor.submit(_nothing).add_done_callback(lambda _done: self.give_back(executor))
+
     def give_back(self, executor: ThreadPoolExecutor) -> None:
+        """Give back an idle executor."""
         with self._lock:
             if len(self._idle) < self.keep:
                 self._idle.append(executor)
@@ -75,8 +83,15 @@ class KeptThreadsASGIHandler(ASGIHandler):
         try:
             async with ThreadSensitiveContext(executor=executor):
                 await self.handle(scope, receive, send)
-        finally:
-            self.threads.give_back(executor)
+        except BaseException:
+            # Cancelled, or failed: a sync call of this request may still be running.
+            self.threads.give_back_when_idle(executor)
+            raise
+        self.threads.give_back(executor)
+
+
+def _nothing() -> None:
+    """Queued behind a request's leftover work, to learn when the thread is free."""
 
 
 def get_asgi_application() -> KeptThreadsASGIHandler:

@@ -35,7 +35,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import close_old_connections, connection, connections, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.tasks.signals import task_enqueued
 from django.utils import timezone
@@ -243,8 +243,8 @@ class PoolWorker(Worker):
 
         tasks = DBTaskResult.objects.ready().filter(backend_name=self.backend_name)
         try:
-            if connection.vendor == "postgresql":
-                task_result = self._claim_in_one_statement()
+            if connections[tasks.db].vendor == "postgresql":
+                task_result = self._claim_in_one_statement(tasks.db)
             else:
                 with exclusive_transaction(tasks.db):
                     task_result = tasks.get_locked()
@@ -280,7 +280,7 @@ class PoolWorker(Worker):
         return True
 
 
-    def _claim_in_one_statement(self) -> DBTaskResult | None:
+    def _claim_in_one_statement(self, using: str) -> DBTaskResult | None:
         """PostgreSQL: claim the next ready task and write its lease in one statement.
 
         The same claim as the SQLite path (django-tasks-db's `ready()`, its ordering,
@@ -291,7 +291,7 @@ class PoolWorker(Worker):
 
         from flock.models import TaskLease
 
-        quote = connection.ops.quote_name
+        quote = connections[using].ops.quote_name
         tasks, leases = quote(DBTaskResult._meta.db_table), quote(TaskLease._meta.db_table)
         columns = ", ".join(f"claimed.{quote(f.column or f.name)}" for f in DBTaskResult._meta.concrete_fields)
         now = timezone.now()
@@ -313,7 +313,7 @@ class PoolWorker(Worker):
             TaskResultStatus.READY, self.backend_name, get_date_max(), now,
             self.worker_id, _lease_until(),
         ]
-        claimed = list(DBTaskResult.objects.raw(sql, params))
+        claimed = list(DBTaskResult.objects.using(using).raw(sql, params))
         return claimed[0] if claimed else None
 
 

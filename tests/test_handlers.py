@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from asgiref.sync import sync_to_async
 from asgiref.testing import ApplicationCommunicator
 from django.core import signals
 
@@ -84,20 +86,52 @@ def test_a_burst_keeps_only_so_many_idle_threads() -> None:
     assert threads.borrow() is borrowed[1]
 
 
-def test_a_thread_still_busy_when_given_back_serves_the_next_request_after_it() -> None:
-    # A client that hangs up mid-view leaves its sync call running; the thread goes back
-    # to the free list, and the next request's work waits behind that call, never beside it.
+def test_a_thread_still_busy_goes_back_only_once_its_call_has_run() -> None:
     threads = RequestThreads(keep=1)
     executor = threads.borrow()
     release = threading.Event()
-    order: list[str] = []
-    first = executor.submit(lambda: (release.wait(5), order.append("abandoned call")))
-    threads.give_back(executor)
+    first = executor.submit(release.wait, 5)
 
-    again = threads.borrow()
-    assert again is executor
-    second = again.submit(lambda: order.append("next request"))
+    threads.give_back_when_idle(executor)
+    assert threads.idle() == 0
     release.set()
     first.result(5)
-    second.result(5)
-    assert order == ["abandoned call", "next request"]
+    assert _eventually(lambda: threads.idle() == 1)
+    assert threads.borrow() is executor
+
+
+def test_a_cancelled_request_gives_its_thread_back_only_once_its_sync_call_ends() -> None:
+    # daphne cancels an application some seconds after its client hung up; the view's
+    # sync call runs on regardless, and no later request may queue behind it.
+    handler = KeptThreadsASGIHandler(RequestThreads(keep=4))
+    started, release = threading.Event(), threading.Event()
+
+    def slow_view() -> None:
+        started.set()
+        release.wait(5)
+
+    async def handle(scope: Any, receive: Any, send: Any) -> None:
+        await sync_to_async(slow_view)()
+
+    handler.handle = handle  # type: ignore[method-assign]
+
+    async def request_then_cancel() -> None:
+        task = asyncio.ensure_future(handler(dict(SCOPE), None, None))
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(request_then_cancel())
+    assert handler.threads.idle() == 0
+    release.set()
+    assert _eventually(lambda: handler.threads.idle() == 1)
+
+
+def _eventually(check: Any, within_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.01)
+    return check()

@@ -131,6 +131,19 @@ def test_a_flight_task_carries_its_sorties_list_and_item_and_one_without_them_fl
     assert sortie.status == Sortie.Status.LANDED
 
 
+def test_a_flight_told_the_wrong_list_and_item_refuses_and_changes_nothing():
+    first = post_list("milk", requester="ada")
+    other = post_list("eggs", requester="ada")
+    sortie = Sortie.objects.get(todo_list=first)
+    stranger = Sortie.objects.get(todo_list=other)
+
+    with pytest.raises(ValueError, match="belongs to list/item"):
+        launch_sortie(sortie.pk, owners=(other.pk, stranger.item_id))
+
+    sortie.refresh_from_db()
+    assert sortie.status == Sortie.Status.PLANNED and sortie.started_at is None
+
+
 def test_a_duplicate_task_for_a_sortie_flies_it_once():
     from nests.tasks import fly_sortie_task
 

@@ -36,7 +36,7 @@ later = finish_list_task.using(run_after=timezone.now() + timedelta(hours=1)).en
 
 one = worker._worker("solo-claimer", poller=False)
 order = []
-while (claimed := one._claim_in_one_statement()) is not None:
+while (claimed := one._claim_in_one_statement("default")) is not None:
     order.append(str(claimed.id))
 rows = {str(r.id): r for r in DBTaskResult.objects.all()}
 leases = {str(l.task_id): l.worker_id for l in TaskLease.objects.all()}
@@ -58,7 +58,7 @@ lock = threading.Lock()
 def claim(n):
     me = worker._worker(f"racer-{n}", poller=False)
     try:
-        while (claimed := me._claim_in_one_statement()) is not None:
+        while (claimed := me._claim_in_one_statement("default")) is not None:
             with lock:
                 taken.setdefault(str(claimed.id), []).append(me.worker_id)
     finally:

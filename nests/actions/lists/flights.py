@@ -64,6 +64,10 @@ def lock_sortie(sortie_pk: int, *, owners: tuple[int, int] | None = None) -> tup
     item = Item.objects.select_for_update().get(pk=item_pk)
     item.todo_list = todo
     sortie = Sortie.objects.select_for_update().get(pk=sortie_pk)
+    if (sortie.todo_list_id, sortie.item_id) != (list_pk, item_pk):
+        # Wrong owners locked the wrong rows, out of order: refuse rather than fly.
+        raise ValueError(f"sortie {sortie_pk} belongs to list/item {sortie.todo_list_id}/{sortie.item_id}, "
+                         f"not {list_pk}/{item_pk}")
     sortie.todo_list, sortie.item = todo, item
     return sortie, todo, item
 
