@@ -4,13 +4,9 @@ never take the same task twice, and a task not yet due stays queued."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-
 import pytest
 
-from tests.support.server import PYTHON, ROOT, base_env, migrate
-from tests.support.services import fresh_postgres_database, missing_postgres
+from tests.support.services import missing_postgres, run_on_fresh_postgres
 
 pytestmark = [pytest.mark.scaleout, pytest.mark.live]
 
@@ -78,15 +74,7 @@ print(json.dumps({
 
 
 def test_one_statement_claims_in_order_with_a_lease_and_racers_never_share_a_task(tmp_path):
-    with fresh_postgres_database() as url:
-        env = base_env(CROWS_DATA_DIR=str(tmp_path), DATABASE_URL=url, CROWS_EMBEDDED_WORKER="0")
-        migrate(env)
-        run = subprocess.run(
-            [PYTHON, "manage.py", "shell", "-v", "0", "-c", SCRIPT],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-        )
-        assert run.returncode == 0, run.stderr
-        report = json.loads(run.stdout.strip().splitlines()[-1])
+    report = run_on_fresh_postgres(SCRIPT, tmp_path)
 
     first = report["first"]
     assert first["order"] == first["expected"]

@@ -5,13 +5,9 @@ final horizon stays below the open transaction's first id all along."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-
 import pytest
 
-from tests.support.server import PYTHON, ROOT, base_env, migrate
-from tests.support.services import fresh_postgres_database, missing_postgres
+from tests.support.services import missing_postgres, run_on_fresh_postgres
 
 pytestmark = [pytest.mark.scaleout, pytest.mark.live]
 
@@ -19,9 +15,9 @@ _why = missing_postgres()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-# Reports, at each step, the floors this transaction holds (from pg_locks, through a
-# second connection, as a reader sees them), the ids taken so far and the horizon.
-SCRIPT = """
+# Every script starts here: floors() lists the id floors held in the database, read
+# through a second connection, as a reader sees them in pg_locks.
+PRELUDE = """
 import json, os
 import psycopg
 from django.db import transaction
@@ -38,6 +34,10 @@ def floors():
     return sorted(r[0] - FLOOR_KEY_BASE for r in rows)
 
 steps = {}
+"""
+
+# The floors this transaction holds at each step, the ids taken so far and the horizon.
+SCRIPT = PRELUDE + """
 with transaction.atomic():
     ids = [emit("nest.message", {"n": n}, nest_id="todo").id for n in range(3)]
     steps["three emits"] = {"floors": floors(), "ids": ids}
@@ -68,15 +68,7 @@ print(json.dumps(steps))
 
 
 def test_one_floor_per_transaction_below_its_ids_and_savepoint_rollbacks_release_theirs(tmp_path):
-    with fresh_postgres_database() as url:
-        env = base_env(CROWS_DATA_DIR=str(tmp_path), DATABASE_URL=url, CROWS_EMBEDDED_WORKER="0")
-        migrate(env)
-        run = subprocess.run(
-            [PYTHON, "manage.py", "shell", "-v", "0", "-c", SCRIPT],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
-        )
-        assert run.returncode == 0, run.stderr
-        steps = json.loads(run.stdout.strip().splitlines()[-1])
+    steps = run_on_fresh_postgres(SCRIPT, tmp_path)
 
     three = steps["three emits"]
     assert len(three["floors"]) == 1 and three["floors"][0] <= min(three["ids"])
@@ -95,23 +87,7 @@ def test_one_floor_per_transaction_below_its_ids_and_savepoint_rollbacks_release
     assert steps["committed"]["floors"] == []
 
 
-SAVEPOINT_FIRST = """
-import json, os
-import psycopg
-from django.db import transaction
-from flock.events import FLOOR_KEY_BASE, emit
-import nests.actions.messages  # registers nest.message
-
-reader = psycopg.connect(os.environ["DATABASE_URL"], autocommit=True)
-
-def floors():
-    rows = reader.execute(
-        "SELECT (classid::bigint << 32) | objid::bigint FROM pg_locks"
-        " WHERE locktype = 'advisory' AND objsubid = 1 AND classid >= %s AND classid < %s",
-        [FLOOR_KEY_BASE >> 32, (FLOOR_KEY_BASE >> 32) * 2]).fetchall()
-    return sorted(r[0] - FLOOR_KEY_BASE for r in rows)
-
-steps = {}
+SAVEPOINT_FIRST = PRELUDE + """
 with transaction.atomic():
     try:
         with transaction.atomic():
@@ -128,15 +104,7 @@ print(json.dumps(steps))
 
 
 def test_a_floor_rolled_back_with_its_savepoint_is_taken_again_by_the_next_emit(tmp_path):
-    with fresh_postgres_database() as url:
-        env = base_env(CROWS_DATA_DIR=str(tmp_path), DATABASE_URL=url, CROWS_EMBEDDED_WORKER="0")
-        migrate(env)
-        run = subprocess.run(
-            [PYTHON, "manage.py", "shell", "-v", "0", "-c", SAVEPOINT_FIRST],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
-        )
-        assert run.returncode == 0, run.stderr
-        steps = json.loads(run.stdout.strip().splitlines()[-1])
+    steps = run_on_fresh_postgres(SAVEPOINT_FIRST, tmp_path)
 
     assert len(steps["in savepoint"]) == 1
     assert steps["rolled back"] == []

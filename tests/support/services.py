@@ -7,6 +7,8 @@ import socket
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 PG_HOST, PG_PORT = "127.0.0.1", 5432
 REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
@@ -68,3 +70,22 @@ def fresh_postgres_database() -> Iterator[str]:
     finally:
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def run_on_fresh_postgres(script: str, data_dir: Path, *, timeout: float = 300) -> Any:
+    """Migrate a fresh PostgreSQL database, run `script` in `manage.py shell` against it,
+    and return the JSON the script printed on its last line."""
+    import json
+    import subprocess
+
+    from tests.support.server import PYTHON, ROOT, base_env, migrate
+
+    with fresh_postgres_database() as url:
+        env = base_env(CROWS_DATA_DIR=str(data_dir), DATABASE_URL=url, CROWS_EMBEDDED_WORKER="0")
+        migrate(env)
+        run = subprocess.run(
+            [PYTHON, "manage.py", "shell", "-v", "0", "-c", script],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
+        )
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.strip().splitlines()[-1])
