@@ -279,7 +279,6 @@ class PoolWorker(Worker):
                 log.warning("dropping the lease of task %s failed; it expires by itself", task_result.id)
         return True
 
-
     def _claim_in_one_statement(self, using: str) -> DBTaskResult | None:
         """PostgreSQL: claim the next ready task and write its lease in one statement.
 
