@@ -63,6 +63,11 @@ with transaction.atomic():
     later = emit("nest.message", {"n": 6}, nest_id="todo").id
     steps["outer floor kept"] = {"floors": floors(), "ids": [later], "horizon": final_horizon()}
 steps["committed"] = {"floors": floors()}
+# Whether or not an emit took the floor, it stores what the stream sends.
+from flock.events import render_frame
+from flock.models import Event
+stored = {e.id: render_frame(e.id, e.name, e.payload).decode() for e in Event.objects.filter(id__in=ids + [first, later])}
+steps["stored"] = [stored[i] for i in ids + [first, later]]
 print(json.dumps(steps))
 """
 
@@ -85,6 +90,10 @@ def test_one_floor_per_transaction_below_its_ids_and_savepoint_rollbacks_release
     # Readers trust nothing from the open transaction's first id on.
     assert kept["horizon"] < fresh["ids"][0]
     assert steps["committed"]["floors"] == []
+    stored = steps["stored"]
+    assert [frame.split("\n")[0] for frame in stored] == [f"id: {i}" for i in three["ids"] + fresh["ids"] + kept["ids"]]
+    for frame, n in zip(stored, [0, 1, 2, 4, 6], strict=True):
+        assert f'"n":{n}' in frame and '"nest_id":"todo"' in frame and '"ts":"' in frame
 
 
 SAVEPOINT_FIRST = PRELUDE + """
