@@ -17,6 +17,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import Max
 
+from flock.db import queued_on_commit
 from flock.models import Event
 
 # Every SSE event name this build can emit; /api/state lists them as capabilities.
@@ -59,7 +60,7 @@ def _hold_id_floor() -> None:
     every later one too. A floor taken inside a savepoint that is rolled back is released
     with it, and Django drops the on-commit hooks registered there in the same step, so
     `_floor_held` still being queued means the floor is still held."""
-    if any(entry[1] is _floor_held for entry in connection.run_on_commit):  # (savepoints, hook, robust)
+    if queued_on_commit(_floor_held):
         return
     with connection.cursor() as cursor:
         cursor.execute(

@@ -44,6 +44,8 @@ from django_tasks_db.compat import TaskResultStatus
 from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
 
+from flock.db import queued_on_commit
+
 log = logging.getLogger("crows.worker")
 
 NOTIFY_CHANNEL = "crows_tasks"
@@ -96,9 +98,7 @@ _doorbell = Doorbell()
 def _notify(**kwargs: object) -> None:
     # The row is visible to workers only after the enqueuing transaction commits.
     transaction.on_commit(_doorbell.ring)
-    if connection.vendor == "postgresql" and not any(
-        entry[1] is _notify_workers for entry in connection.run_on_commit  # (savepoints, hook, robust)
-    ):
+    if connection.vendor == "postgresql" and not queued_on_commit(_notify_workers):
         # One NOTIFY per transaction, sent after its commit: a NOTIFY inside the
         # transaction takes PostgreSQL's notification-queue lock at commit, so every
         # enqueuing transaction committed one at a time while still holding its row

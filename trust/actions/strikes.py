@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from flock.db import lock_or_create
 from flock.errors import RateLimited
 from trust.models import Post, Poster, Strike
 
@@ -63,9 +64,7 @@ def admit_post(key: str, *, kind: Kind) -> None:
     refusal: RateLimited | None = None
     with transaction.atomic():
         # The poster's row serialises its admissions; created on its first post.
-        if Poster.objects.select_for_update().filter(key=key).first() is None:
-            Poster.objects.get_or_create(key=key)
-            Poster.objects.select_for_update().get(key=key)
+        lock_or_create(Poster, key=key)
         now = timezone.now()
         active = Strike.objects.filter(key=key, until__gt=now).order_by("-until").first()
         if active is not None:

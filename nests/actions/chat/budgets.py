@@ -14,6 +14,7 @@ import math
 from django.conf import settings
 from django.db import transaction
 
+from flock.db import lock_or_create
 from flock.errors import BadInput
 from flock.events import lock_event_log
 from flock.vocab import HARNESS
@@ -43,10 +44,7 @@ def locked_budget(nest: Nest, *, room_locked: bool = False) -> NestBudget:
         raise RuntimeError("locked_budget() must run inside transaction.atomic")
     if not room_locked:
         Nest.objects.select_for_update().filter(pk=nest.pk).first()
-    budget = NestBudget.objects.select_for_update().filter(nest=nest).first()
-    if budget is None:  # the room's first budget
-        NestBudget.objects.get_or_create(nest=nest)
-        budget = NestBudget.objects.select_for_update().get(nest=nest)
+    budget = lock_or_create(NestBudget, nest=nest)
     roll_day(budget)
     return budget
 

@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from flock.actions import record_flight
 from flock.brains import BrainReply, BrainRequest, get_brain, prompt_text
+from flock.db import lock_or_create
 from flock.events import emit, register_event_names
 from flock.models import Crow
 from nests.actions.lists import briefs
@@ -48,9 +49,7 @@ def lock_gate() -> None:
     """Lock the flight gate until the commit; call it after every other row lock the
     transaction takes (see the module's docstring)."""
     lock_event_log()
-    if FlightGate.objects.select_for_update().filter(pk=1).first() is None:
-        FlightGate.objects.get_or_create(pk=1)
-        FlightGate.objects.select_for_update().get(pk=1)
+    lock_or_create(FlightGate, pk=1)
 
 
 def lock_sortie(sortie_pk: int, *, owners: tuple[int, int] | None = None) -> tuple[Sortie, TodoList, Item]:

@@ -1,0 +1,30 @@
+"""Two small transaction helpers the apps share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.db import connection, models
+
+
+def queued_on_commit(hook: Callable[[], object]) -> bool:
+    """Whether `hook` is queued to run when this transaction commits.
+
+    A hook registered with `transaction.on_commit` inside an `atomic` savepoint that is
+    rolled back is dropped with it (Django does so in the same step), so a marker hook
+    tells whether what its transaction did at that moment (a lock, a NOTIFY to send)
+    survived. Not for savepoints made by hand with `transaction.savepoint()`, whose
+    rollback keeps the hooks."""
+    return any(entry[1] is hook for entry in connection.run_on_commit)  # (savepoints, hook, robust)
+
+
+def lock_or_create[M: models.Model](model: type[M], **lookup: Any) -> M:
+    """The row matching `lookup`, locked until the commit: one statement when it exists,
+    created on first use (get_or_create copes with a racing creator)."""
+    rows = model._default_manager.select_for_update()
+    row = rows.filter(**lookup).first()
+    if row is None:
+        model._default_manager.get_or_create(**lookup)
+        row = rows.get(**lookup)
+    return row
