@@ -7,7 +7,12 @@ from __future__ import annotations
 import os
 import threading
 
+from crows_site.daphne_requests import stop_form_parsing
 from crows_site.handlers import get_asgi_application
+
+# daphne hands the raw body over; Twisted's own parse of form bodies is waste, and it
+# refuses some before the API can answer (crows_site/daphne_requests.py).
+stop_form_parsing()
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crows_site.settings")
 

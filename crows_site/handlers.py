@@ -26,8 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import django
-from asgiref.sync import ThreadSensitiveContext
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.core.handlers.asgi import ASGIHandler
+from django.http import HttpRequest, HttpResponseBase
 
 # Idle threads kept for the next requests. Beyond this many at once, a burst's extra
 # threads end with their requests, as stock Django's all do.
@@ -70,11 +71,27 @@ class RequestThreads:
 
 
 class KeptThreadsASGIHandler(ASGIHandler):
-    """`ASGIHandler` whose requests run their sync parts on kept threads."""
+    """`ASGIHandler` whose requests run their sync parts on kept threads, and run the
+    middleware chain and the view in one thread hop.
+
+    Stock Django runs the chain async under ASGI: every `MiddlewareMixin` middleware
+    (Django's own security, session, common, CSRF, auth, messages and clickjacking ones)
+    then calls its `process_request` and `process_response` through `sync_to_async`, and
+    the CSRF check and the sync view take one hop more each: about a dozen hand-overs
+    between the event loop and the request's thread per request, which py-spy found to
+    be most of a refused POST's CPU (docs/PERFORMANCE.md). Every view here is sync, so
+    the chain is loaded sync and called once on the request's thread; what runs, and on
+    which thread, is what Django's WSGI handler does.
+    """
 
     def __init__(self, threads: RequestThreads | None = None) -> None:
         super().__init__()
         self.threads = threads or RequestThreads()
+        self.load_middleware(is_async=False)
+
+    async def get_response_async(self, request: HttpRequest) -> HttpResponseBase:
+        response: HttpResponseBase = await sync_to_async(self.get_response, thread_sensitive=True)(request)
+        return response
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":

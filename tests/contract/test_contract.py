@@ -656,8 +656,6 @@ def test_post_unknown_api_path_is_json_404(plain: LiveServer, path: str) -> None
 
 
 @pytest.mark.parametrize("path", ENDPOINTS)
-@pytest.mark.xfail(strict=True, reason="Content-Type multipart/form-data without a boundary is refused by "
-                   "daphne/Twisted itself (400, empty body, no JSON) before Django or the API sees it")
 def test_multipart_without_boundary_is_4xx_with_message(plain: LiveServer, path: str) -> None:
     assert_4xx_message(post_raw(plain, path, b"garbage", "multipart/form-data"))
 
