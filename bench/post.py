@@ -3,11 +3,13 @@ within 3x).
 
     .venv/bin/python bench/post.py [--posts 300] [--rounds 5] [--posters 4] [--json out.json]
 
-Starts three daphne servers on 127.0.0.1, each on its own freshly migrated SQLite copy,
+Starts four daphne servers on 127.0.0.1, each on its own freshly migrated SQLite copy,
 with bench/stream.py's settings (no crows invoked, no rate limit, no background worker):
-the app, the stock bare-Channels baseline (bench/baseline_asgi.py: a POST inserts one
-event row and `group_send`s its frame) and the lean one (the same on an in-process layer
-without the stock layer's per-send copies). Then, in rounds that alternate the servers
+the app, the app with the POST's action swapped for a bare insert-and-publish
+(bench/bare_action_asgi.py: the web stack's share of the app's cost), the stock
+bare-Channels baseline (bench/baseline_asgi.py: a POST inserts one event row and
+`group_send`s its frame) and the lean one (the same on an in-process layer without the
+stock layer's per-send copies). Then, in rounds that alternate the servers
 so background load hits all alike, --posters keep-alive connections POST --posts owner
 messages to /api/nests/todo/messages, and the server's CPU time (user + system, from
 /proc) is divided by the posts. Nobody is subscribed: this is the POST's own cost.
@@ -37,6 +39,7 @@ from bench._stream_clients import Poster  # noqa: E402
 from bench._stream_servers import BASELINE_APP, CROWS_APP, Server, copy_db, migrate  # noqa: E402
 
 PATH = "/api/nests/todo/messages"
+BARE_ACTION_APP = "bench.bare_action_asgi:application"
 
 
 async def post_round(port: int, posts: int, posters: int, label: str) -> float:
@@ -80,6 +83,7 @@ def main() -> int:
         migrate(template)
         servers = {
             "crows": Server("crows", CROWS_APP, copy_db(template, work / "crows")),
+            "bare": Server("bare", BARE_ACTION_APP, copy_db(template, work / "bare")),
             "stock": Server("stock", BASELINE_APP, copy_db(template, work / "stock")),
             "lean": Server("lean", BASELINE_APP, copy_db(template, work / "lean"),
                            extra_env={"BENCH_LEAN_LAYER": "1"}),
@@ -100,8 +104,11 @@ def main() -> int:
                          "posts_per_s_median": statistics.median(args.posts / w for w in walls[name])}
                   for name, v in figures.items()}
         crows = result["crows"]["cpu_ms_per_post_median"]
-        for name in ("stock", "lean"):
+        for name in ("bare", "stock", "lean"):
             result[name]["crows_ratio"] = crows / result[name]["cpu_ms_per_post_median"]
+        result["bare"]["stock_ratio"] = (
+            result["bare"]["cpu_ms_per_post_median"] / result["stock"]["cpu_ms_per_post_median"]
+        )
     finally:
         for server in servers.values():
             server.stop()
@@ -113,6 +120,8 @@ def main() -> int:
         print(f"{name:8}{r['cpu_ms_per_post_median']:>22.2f}{rounds:>40}{r['posts_per_s_median']:>9.0f}")
     print(f"crows / stock: {result['stock']['crows_ratio']:.2f}x   crows / lean: {result['lean']['crows_ratio']:.2f}x"
           f"   (target: within 3x)")
+    print(f"bare action / stock: {result['bare']['stock_ratio']:.2f}x (the web stack's share)   "
+          f"crows / bare action: {result['bare']['crows_ratio']:.2f}x (the chatroom's work)")
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     print(f"{args.rounds} rounds of {args.posts} POSTs over {args.posters} keep-alive connections; {machine}; "
           f"load average {os.getloadavg()[0]:.2f}")

@@ -32,4 +32,4 @@ class _Off:
 def stop_form_parsing() -> None:
     from daphne.http_protocol import WebRequest
 
-    WebRequest._parsePOSTFormSubmission = _Off()  # type: ignore[assignment]
+    WebRequest._parsePOSTFormSubmission = _Off()

@@ -47,11 +47,13 @@ def nests_for_listing() -> list[Nest]:
 
 def crow_members(nest: Nest) -> list[str]:
     """The crows who may speak in a nest (the owner may speak everywhere)."""
-    living = list(flock_queries.living_crows())
+    # Every post asks this: names and roles only, not whole crows.
+    living = list(flock_queries.living_crows().values_list("name", "role"))
     if nest.kind == Nest.Kind.OPEN:
-        return [c.name for c in living]
-    everywhere = [c.name for c in living if c.role in EVERYWHERE_ROLES]
-    members = [c for c in nest.core if any(c == crow.name for crow in living)]
+        return [name for name, _role in living]
+    names = {name for name, _role in living}
+    everywhere = [name for name, role in living if role in EVERYWHERE_ROLES]
+    members = [c for c in nest.core if c in names]
     return members + [name for name in everywhere if name not in members]
 
 

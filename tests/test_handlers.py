@@ -135,3 +135,47 @@ def _eventually(check: Any, within_s: float = 5.0) -> bool:
             return True
         time.sleep(0.01)
     return check()
+
+
+class CountingThreads(RequestThreads):
+    """RequestThreads whose executors count the calls handed to them."""
+
+    def __init__(self) -> None:
+        super().__init__(keep=4)
+        self.calls: list[str] = []
+
+    def borrow(self) -> Any:
+        executor = super().borrow()
+        submit = executor.submit
+
+        def counted(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            self.calls.append(threading.current_thread().name)
+            return submit(fn, *args, **kwargs)
+
+        executor.submit = counted  # type: ignore[method-assign]
+        return executor
+
+
+def test_the_middleware_chain_and_the_view_take_one_thread_hop(
+    request_threads: list[tuple[str, str]],
+) -> None:
+    # Stock Django under ASGI hands each of its MiddlewareMixin middlewares' hooks, the
+    # CSRF check and the view to the request's thread one by one: about a dozen hops.
+    # Here: request_started, the chain with the view, and the response's close.
+    threads = CountingThreads()
+    handler = KeptThreadsASGIHandler(threads)
+    seen_by_view: list[str] = []
+    original = handler._get_response
+
+    def view_side(request: Any) -> Any:
+        seen_by_view.append(threading.current_thread().name)
+        return original(request)
+
+    handler._get_response = view_side  # type: ignore[method-assign]
+    handler.load_middleware(is_async=False)
+
+    assert asyncio.run(get(handler)) == 404
+
+    assert len(threads.calls) == 3
+    names = {name for _, name in request_threads} | set(seen_by_view)
+    assert len(names) == 1 and names.pop().startswith("crows-request-")
