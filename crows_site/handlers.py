@@ -77,11 +77,12 @@ class KeptThreadsASGIHandler(ASGIHandler):
     Stock Django runs the chain async under ASGI: every `MiddlewareMixin` middleware
     (Django's own security, session, common, CSRF, auth, messages and clickjacking ones)
     then calls its `process_request` and `process_response` through `sync_to_async`, and
-    the CSRF check and the sync view take one hop more each: about a dozen hand-overs
-    between the event loop and the request's thread per request, which py-spy found to
-    be most of a refused POST's CPU (docs/PERFORMANCE.md). Every view here is sync, so
-    the chain is loaded sync and called once on the request's thread; what runs, and on
-    which thread, is what Django's WSGI handler does.
+    the CSRF check and the sync view take one hop more each: 16 hand-overs between the
+    event loop and the request's thread per request (counted), which py-spy found to be
+    most of a refused POST's CPU (docs/PERFORMANCE.md). Every view here is sync, so the
+    chain is loaded sync and called once on the request's thread; what runs, and on which
+    thread, is what Django's WSGI handler does. (An async view would still work: Django's
+    sync chain runs it through `async_to_sync`.)
     """
 
     def __init__(self, threads: RequestThreads | None = None) -> None:
