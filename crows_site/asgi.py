@@ -5,7 +5,6 @@ also starts the embedded background worker unless CROWS_EMBEDDED_WORKER=0."""
 from __future__ import annotations
 
 import os
-import threading
 
 from crows_site.daphne_requests import stop_form_parsing
 from crows_site.handlers import get_asgi_application
@@ -42,20 +41,10 @@ application = ProtocolTypeRouter(
     }
 )
 
-def _warm_jev() -> None:
-    # Load (or train, once per data version) Jev's models off the request path, so the
-    # first message posted after start-up is tagged as fast as the rest.
-    import logging
+from flock.jev import warm_in_background  # noqa: E402
 
-    try:
-        from flock.jev import warm
-
-        warm()
-    except Exception:
-        logging.getLogger("crows").exception("warming Jev failed; it will load on first use")
-
-
-threading.Thread(target=_warm_jev, name="crows-jev-warm", daemon=True).start()
+# Jev's models and fit vocabulary load off the request path (db_worker does the same).
+warm_in_background()
 
 if settings.CROWS_EMBEDDED_WORKER and os.environ.get("CROWS_NO_WORKER_ON_IMPORT") != "1":
     from flock import worker  # noqa: E402

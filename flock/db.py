@@ -1,11 +1,11 @@
-"""Two small transaction helpers the apps share."""
+"""Small transaction helpers the apps share."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from django.db import connection, models
+from django.db import connection, models, transaction
 
 
 def queued_on_commit(hook: Callable[[], object]) -> bool:
@@ -28,3 +28,19 @@ def lock_or_create[M: models.Model](model: type[M], **lookup: Any) -> M:
         model._default_manager.get_or_create(**lookup)
         row = rows.get(**lookup)
     return row
+
+
+def action_atomic() -> transaction.Atomic:
+    """The transaction of an action that is also called inside other actions' transactions
+    (a verdict recorded while a sortie lands, say): its own when called alone, its
+    caller's when nested, without a savepoint.
+
+    A nested `atomic()` opens a savepoint and releases it: two statements, and on
+    PostgreSQL two round trips, per call. A flight task made 4.8 of them on average, a
+    tenth of its statements (docs/PERFORMANCE.md). The savepoint only matters to a caller
+    that catches the nested action's error and carries on; none of this helper's callers
+    do (the error ends the whole transaction, as it should), and Django refuses any query
+    after such an error until the outer block ends, so a caller that did would fail
+    loudly. Where a caller does recover (an `IntegrityError` expected from a race), keep
+    a plain `atomic()`."""
+    return transaction.atomic(savepoint=False)

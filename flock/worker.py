@@ -391,6 +391,12 @@ def run_pool(threads: int, *, worker_id: str = "") -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    # As a server does at start: the first crow reply this worker posts is tagged by Jev
+    # and may score crow fit, which would otherwise load the models and fit the vocabulary
+    # (seconds) inside a flight.
+    from flock.jev import warm_in_background
+
+    warm_in_background()
     requeue_expired()
     _start_pool(prefix, threads)
     log.warning("db_worker %s: %d thread(s) on %s", prefix, threads, connection.vendor)

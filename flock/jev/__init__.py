@@ -9,7 +9,7 @@ regression model with a fitted temperature, cached on disk and loaded once per p
 
 from flock.jev.fit import fit_score
 from flock.jev.questions import JevDataError, JevError, Question, UnknownQuestionError
-from flock.jev.service import Jev, JevAnswer, ask, questions, warm
+from flock.jev.service import Jev, JevAnswer, ask, questions, warm, warm_in_background
 
 __all__ = [
     "Jev",
@@ -22,4 +22,5 @@ __all__ = [
     "fit_score",
     "questions",
     "warm",
+    "warm_in_background",
 ]

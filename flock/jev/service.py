@@ -8,6 +8,7 @@ process-wide instance over the built-in data directory.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -19,6 +20,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 from flock.jev.questions import PACKAGE_DATA_DIR, JevDataError, Question, UnknownQuestionError, discover
 from flock.jev.text import prepare
+
+log = logging.getLogger("crows.jev")
 
 if TYPE_CHECKING:
     from flock.jev.model import Scorer, TrainedModel
@@ -190,3 +193,20 @@ def warm() -> dict[str, str]:
     versions = default_jev().warm()
     warm_fit_score()
     return versions
+
+
+def warm_in_background() -> threading.Thread:
+    """Start `warm` on a daemon thread: a process that serves posts or flies crows loads
+    (or trains, once per data version) Jev's models and fits the fit-score vocabulary off
+    the request and task paths, so its first message is tagged as fast as the rest (the
+    fit alone takes seconds)."""
+
+    def run() -> None:
+        try:
+            warm()
+        except Exception:
+            log.exception("warming Jev failed; it will load on first use")
+
+    thread = threading.Thread(target=run, name="crows-jev-warm", daemon=True)
+    thread.start()
+    return thread

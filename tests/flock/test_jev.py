@@ -325,3 +325,31 @@ def test_asking_kind_about_any_text_never_fails(text: str) -> None:
     assert answer.choice in answer.probs
     assert sum(answer.probs.values()) == pytest.approx(1.0, abs=1e-9)
     assert answer.band in (BAND_HIGH, BAND_UNSURE)
+
+
+def test_warming_in_the_background_loads_the_models_and_the_fit_vocabulary(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Servers and db_workers call this at start, so a first post is not the one to pay.
+    from flock.jev import fit, service
+
+    warmed: list[str] = []
+    monkeypatch.setattr(service.Jev, "warm", lambda self: warmed.append("models") or {})
+    monkeypatch.setattr(fit, "warm_fit_score", lambda: warmed.append("fit"))
+
+    service.warm_in_background().join(10)
+
+    assert warmed == ["models", "fit"]
+
+
+def test_a_failed_warm_up_is_logged_and_left_to_first_use(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from flock.jev import service
+
+    def broken(self: object) -> dict[str, str]:
+        raise OSError("cache dir not writable")
+
+    monkeypatch.setattr(service.Jev, "warm", broken)
+
+    service.warm_in_background().join(10)
+
+    assert "warming Jev failed" in caplog.text

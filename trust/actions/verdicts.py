@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from flock.db import action_atomic
 from flock.errors import BadInput, Conflict, NotFound
 from flock.events import emit, register_event_names
 from trust.actions.ledger import record_trust_outcome
@@ -109,7 +110,7 @@ def record_auto_verdict(
     """Trust skipped approval: the target still gets its one verdict, `auto`. Trust does
     not move. No hook runs: the pipeline records this itself and carries on. The holders
     and task type are kept so the owner can overrule it later (`overrule_verdict`)."""
-    with transaction.atomic():
+    with action_atomic():
         lock_event_log()
         verdict = Verdict.objects.create(
             item_id=item_id, target=target, list_id=list_id, nest_id=nest_id, verdict=Verdict.Value.AUTO,

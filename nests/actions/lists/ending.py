@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from flock.db import action_atomic
 from flock.events import emit, register_event_names
 from nests.actions.lists.sorties import FINISH_PRIORITY, cancel_unflown
 from nests.models import Banter, Item, Sortie, TodoList
@@ -49,7 +50,7 @@ def skip_item(item: Item, *, reason: str) -> Item:
 
 def mark_answered(item: Item) -> Item:
     """End `item` as answered: its output was approved, or trusted (auto)."""
-    with transaction.atomic():
+    with action_atomic():
         item.stage = Item.Stage.ANSWERED
         item.ended_at = timezone.now()
         item.save(update_fields=["stage", "ended_at"])

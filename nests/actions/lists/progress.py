@@ -10,8 +10,8 @@ every item and do not count toward that.
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import transaction
 
+from flock.db import action_atomic
 from flock.events import emit, register_event_names
 from flock.models import Crow
 from nests.actions.lists.crews import pick_crows
@@ -36,7 +36,7 @@ def fit_subtasks(subtasks: list[str], limit: int) -> list[str]:
 
 def start_flights(item: Item) -> Item:
     """Plan the workers' sorties for a triaged, approved item (locked by the caller)."""
-    with transaction.atomic():
+    with action_atomic():
         nest_id = item.todo_list.nest_id
         if item.mode == "split":
             picks = pick_crows(nest_id, count=len(item.subtasks))
@@ -93,7 +93,7 @@ def after_elder_landed(item: Item, elder: Sortie) -> Item:
 
 def answer_item(item: Item, *, answer: str, crows: list[str]) -> Item:
     """Announce the answer; ask the owner unless every contributing crow is trusted."""
-    with transaction.atomic():
+    with action_atomic():
         crows = list(dict.fromkeys(crows))
         needs_approval = not all_trusted(crows, item.task_type)
         item.answer = answer

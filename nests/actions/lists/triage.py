@@ -16,10 +16,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
-
 from flock.actions import log_jev_tag
 from flock.brains import BrainReply
+from flock.db import action_atomic
 from flock.events import emit, register_event_names
 from flock.personas import TASK_TYPES
 from nests.actions.lists.progress import fit_subtasks, start_flights
@@ -132,7 +131,7 @@ def conclude_triage(item: Item, *, reply: BrainReply, jev: dict[str, Any]) -> It
     when the flock is trusted for this task type, record `auto` and start the flights."""
     from django.conf import settings
 
-    with transaction.atomic():
+    with action_atomic():
         for answer in jev.values():
             log_jev_tag(answer, subject=item.item_id, text=item.text)
         triage = decide_triage(reply, jev, max_crows=settings.CROWS_MAX_CROWS_PER_ITEM)
