@@ -168,3 +168,22 @@ def test_a_flight_whose_code_trips_lands_as_a_failure_and_the_item_still_ends(mo
     assert landed[-1]["ok"] is False and "RuntimeError" in landed[-1]["error"]
     assert named(events, "item.skipped")[0]["reason"] == "failure"
     assert [n for n, _ in events][-1] == "list.finished"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_trusted_list_flies_without_a_savepoint():
+    # The verdict, the triage's conclusion, the flights' start and the answer join the
+    # landing's transaction (flock.db.action_atomic): a savepoint would cost each of them
+    # two statements, two round trips on PostgreSQL.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    trust_everyone()
+    run_list("milk")  # the first list creates the flock's one-off rows (gate, rotations)
+    todo = post_list(f"{MURDER}\nwrite a haiku about crows", requester="ada")
+    with CaptureQueriesContext(connection) as queries:
+        worker.run_pending()
+
+    todo.refresh_from_db()
+    assert todo.status == "finished"
+    assert [q["sql"] for q in queries.captured_queries if "SAVEPOINT" in q["sql"]] == []
