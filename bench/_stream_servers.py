@@ -28,6 +28,33 @@ SERVER_ENV = {
 }
 
 
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds process `pid` (all its threads) has used so far."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def settle_process(pid: int, name: str, timeout: float = 60) -> float:
+    """Wait until process `pid` is quiet: under 3% of a core and RSS steady over half a
+    second (start-up work such as loading models in a thread would otherwise land in
+    the figures). Returns the seconds waited; raises if it never settles."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        cpu, rss = process_cpu_s(pid), process_rss_kib(pid)
+        time.sleep(0.5)
+        if process_cpu_s(pid) - cpu < 0.015 and abs(process_rss_kib(pid) - rss) < 256:
+            return time.monotonic() - started
+    raise TimeoutError(f"{name}: still busy {timeout:.0f} s after start-up")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -167,16 +194,8 @@ class Server:
         return self.launch().wait_ready(timeout)
 
     def settle(self, timeout: float = 60) -> float:
-        """Wait until the server is quiet: under 3% of a core and RSS steady over half a
-        second (start-up work such as loading models in a thread would otherwise land in
-        the figures). Returns the seconds waited; raises if it never settles."""
-        started = time.monotonic()
-        while time.monotonic() - started < timeout:
-            cpu, rss = self.cpu_s(), self.rss_kib()
-            time.sleep(0.5)
-            if self.cpu_s() - cpu < 0.015 and abs(self.rss_kib() - rss) < 256:
-                return time.monotonic() - started
-        raise TimeoutError(f"{self.name}: still busy {timeout:.0f} s after start-up")
+        """Wait until the server is quiet (see `settle_process`)."""
+        return settle_process(self.pid, self.name, timeout)
 
     @property
     def pid(self) -> int:
@@ -184,16 +203,11 @@ class Server:
         return self.proc.pid
 
     def rss_kib(self) -> int:
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        raise RuntimeError("no VmRSS")
+        return process_rss_kib(self.pid)
 
     def cpu_s(self) -> float:
         """User + system CPU seconds the server process (all its threads) has used so far."""
-        stat = Path(f"/proc/{self.pid}/stat").read_text()
-        fields = stat[stat.rindex(")") + 2 :].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return process_cpu_s(self.pid)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -62,6 +62,7 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
+from bench._stream_servers import settle_process  # noqa: E402
 from tests.support.server import PYTHON, LiveServer, SqliteTemplate, base_env, migrate  # noqa: E402
 from tests.support.sse import SSEClient  # noqa: E402
 
@@ -211,23 +212,6 @@ def _prepare(env: dict[str, str]) -> None:
     )
 
 
-def settle(pid: int, timeout: float = 120) -> None:
-    """Wait until process `pid` is quiet: under 3 % of a core over half a second."""
-    tick = os.sysconf("SC_CLK_TCK")
-
-    def cpu_s() -> float:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / tick
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        before = cpu_s()
-        time.sleep(0.5)
-        if cpu_s() - before < 0.015:
-            return
-    raise TimeoutError(f"process {pid} still busy {timeout:.0f} s after start-up")
-
-
 def start_shape(mode: str, work: Path, extra: dict[str, str]) -> Shape:
     shape = Shape()
     env = {**SERVER_ENV, **extra}
@@ -265,10 +249,10 @@ def start_shape(mode: str, work: Path, extra: dict[str, str]) -> Shape:
             ))
         for _ in range(2):
             shape.servers.append(LiveServer(data_dir, env=env).start(timeout=90))
-        for worker in shape.workers:
+        for n, worker in enumerate(shape.workers):
             # A db_worker loads Jev's models and fits its vocabulary at start, on a thread;
             # that is start-up work, not the lists' (it would land in the first figures).
-            settle(worker.pid)
+            settle_process(worker.pid, f"worker{n}", timeout=120)
         return shape
     except BaseException:
         shape.stop()

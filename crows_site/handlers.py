@@ -88,7 +88,10 @@ class KeptThreadsASGIHandler(ASGIHandler):
     def __init__(self, threads: RequestThreads | None = None) -> None:
         super().__init__()
         self.threads = threads or RequestThreads()
-        self.load_middleware(is_async=False)
+
+    def load_middleware(self, is_async: bool = False) -> None:
+        # ASGIHandler asks for the async chain; the sync one is loaded instead (once).
+        super().load_middleware(is_async=False)
 
     async def get_response_async(self, request: HttpRequest) -> HttpResponseBase:
         response: HttpResponseBase = await sync_to_async(self.get_response, thread_sensitive=True)(request)
