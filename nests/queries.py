@@ -107,12 +107,13 @@ def find_nest(words: str) -> Nest | None:
 # --- budgets (docs/CHATROOM.md): reads; nests/actions/chat/budgets.py spends and tops up ---
 
 
-def _today() -> date:
+def budget_day() -> date:
+    """The day a room's token budget counts (the server's local date)."""
     return timezone.localdate()
 
 
 def roll_day(budget: NestBudget) -> None:
-    today = _today()
+    today = budget_day()
     if budget.day != today:
         budget.day = today
         budget.tokens_used = 0

@@ -5,12 +5,16 @@ exchanges, whatever the brains say."""
 
 from __future__ import annotations
 
+from datetime import date, timedelta
+
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from flock import worker
 from nests.actions import create_nest, post_message
 from nests.actions.chat.budgets import read_budget, top_up_budget
-from nests.models import Invocation, NestMessage
+from nests.models import Invocation, NestBudget, NestMessage
 from tests.support import scripted_brain as chat_support
 from tests.support.scripted_brain import make_trusted, run_crows
 
@@ -85,6 +89,27 @@ def test_each_owner_message_grants_a_fresh_turn_and_leftovers_lapse(launch):
     post_message("launch", author="owner", text="noted, thanks")
     budget = read_budget(launch)
     assert (budget.turn, budget.exchanges_left) == (3, 5)
+
+
+def test_the_first_owner_message_of_a_day_rolls_the_tokens_over(launch):
+    post_message("launch", author="owner", text="morning")
+    NestBudget.objects.filter(nest=launch).update(day=date.today() - timedelta(days=1), tokens_used=40)
+    post_message("launch", author="owner", text="a new day")
+    budget = NestBudget.objects.get(nest=launch)
+    assert (budget.day, budget.tokens_used, budget.turn, budget.exchanges_left) == (date.today(), 0, 2, 5)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_owner_message_grants_its_turn_in_one_update_and_looks_for_no_cue(launch):
+    # Every owner post grants a turn, so that is one UPDATE of today's row (not a read and
+    # a save of the whole row), and only a crow (a debate's moderator) can cue a speaker.
+    post_message("launch", author="owner", text="morning")
+    with CaptureQueriesContext(connection) as queries:
+        post_message("launch", author="owner", text="the plans look good")
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert [s.split()[0] for s in sql if "nests_nestbudget" in s] == ["UPDATE"]
+    assert not [s for s in sql if "nests_debate" in s]
+    assert read_budget(launch).turn == 2
 
 
 def test_crows_are_not_invoked_when_spent_until_the_owner_tops_up(launch, settings):

@@ -359,7 +359,10 @@ def _due_period() -> Any:
 
 
 def cued_decision(message: NestMessage) -> str:
-    """The crow a moderator's cue invokes, or ""."""
+    """The crow a moderator's cue invokes, or "". A moderator is a crow (Boss), so the
+    owner's and the harness's messages, most of a room's, skip the debate's lookup."""
+    if message.author in (OWNER, *HARNESS_AUTHORS):
+        return ""
     debate = running_debate(message.nest)
     if debate is None or message.author != debate.moderator or not debate.cued or debate.cue_msg_id:
         return ""
