@@ -168,15 +168,18 @@ def open_decision_by_phrase(nest_id: str, text: str) -> Decision | None:
     collapsed): the room's own first, then any other. A phrase names its crow, so saying
     it in the crow's direct chat or another room means the same decision."""
     said = " ".join(text.split()).casefold()
+    # Every owner message asks, and almost none is a phrase: compare the phrases alone and
+    # load the one decision that matches (docs/PERFORMANCE.md).
+    phrases = Decision.objects.filter(status=Decision.Status.OPEN).exclude(phrase="").order_by("id")
     matches = [
-        decision
-        for decision in Decision.objects.filter(status=Decision.Status.OPEN).exclude(phrase="").order_by("id")
-        if " ".join(decision.phrase.split()).casefold() == said
+        (pk, room)
+        for pk, phrase, room in phrases.values_list("pk", "phrase", "nest_id")
+        if " ".join(phrase.split()).casefold() == said
     ]
-    for decision in matches:
-        if decision.nest_id == nest_id:
-            return decision
-    return matches[0] if matches else None
+    if not matches:
+        return None
+    pk = next((pk for pk, room in matches if room == nest_id), matches[0][0])
+    return Decision.objects.filter(pk=pk).first()
 
 
 def open_decision_for_crow(crow: str) -> Decision | None:
