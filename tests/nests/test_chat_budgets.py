@@ -5,11 +5,12 @@ exchanges, whatever the brains say."""
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from flock import worker
 from nests.actions import create_nest, post_message
@@ -92,14 +93,14 @@ def test_each_owner_message_grants_a_fresh_turn_and_leftovers_lapse(launch):
 
 
 def test_the_first_owner_message_of_a_day_rolls_the_tokens_over(launch):
+    today = timezone.localdate()
     post_message("launch", author="owner", text="morning")
-    NestBudget.objects.filter(nest=launch).update(day=date.today() - timedelta(days=1), tokens_used=40)
+    NestBudget.objects.filter(nest=launch).update(day=today - timedelta(days=1), tokens_used=40)
     post_message("launch", author="owner", text="a new day")
     budget = NestBudget.objects.get(nest=launch)
-    assert (budget.day, budget.tokens_used, budget.turn, budget.exchanges_left) == (date.today(), 0, 2, 5)
+    assert (budget.day, budget.tokens_used, budget.turn, budget.exchanges_left) == (today, 0, 2, 5)
 
 
-@pytest.mark.django_db(transaction=True)
 def test_an_owner_message_grants_its_turn_in_one_update_and_looks_for_no_cue(launch):
     # Every owner post grants a turn, so that is one UPDATE of today's row (not a read and
     # a save of the whole row), and only a crow (a debate's moderator) can cue a speaker.
