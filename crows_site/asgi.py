@@ -8,10 +8,14 @@ import os
 
 from crows_site.daphne_requests import stop_form_parsing
 from crows_site.handlers import get_asgi_application
+from crows_site.twisted_writes import send_queued_writes_at_once
 
 # daphne hands the raw body over; Twisted's own parse of form bodies is waste, and it
 # refuses some before the API can answer (crows_site/daphne_requests.py).
 stop_form_parsing()
+# A response's bytes, an SSE frame's above all, go out when written instead of on the
+# loop's next turn behind two epoll_ctl calls (crows_site/twisted_writes.py).
+send_queued_writes_at_once()
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crows_site.settings")
 
