@@ -20,8 +20,19 @@ producer (it is resumed from `doWrite`, which would no longer run), a lost conne
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any
+
+log = logging.getLogger("crows.server")
+
+# What the patch reads of Twisted's FileDescriptor (Twisted 26.10, pinned). An upgrade that
+# renames any of them leaves Twisted's writes alone, with a warning, rather than failing
+# every response.
+_STATE = (
+    "connected", "disconnecting", "_writeDisconnecting", "_writeDisconnected",
+    "_tempDataBuffer", "offset", "dataBuffer", "producer", "streamingProducer",
+)
 
 _installed = False
 
@@ -38,12 +49,21 @@ def _nothing_queued(conn: Any) -> bool:
     )
 
 
-def send_queued_writes_at_once() -> None:
-    """Patch Twisted's TCP connections (servers and clients) in this process; idempotent."""
+def send_queued_writes_at_once() -> bool:
+    """Patch Twisted's TCP connections (servers and clients) in this process; idempotent.
+    False (and Twisted unchanged) when Twisted's internals are not the ones this knows."""
     global _installed
     if _installed:
-        return
+        return True
     from twisted.internet import abstract, tcp
+
+    # A bare descriptor on a stand-in reactor (a real one must not be imported here: daphne
+    # installs its own) has the instance attributes __init__ sets, beside the class's.
+    probe = abstract.FileDescriptor(reactor=object())  # type: ignore[arg-type]
+    missing = [name for name in _STATE if not hasattr(probe, name)]
+    if missing or not hasattr(abstract, "_dataMustBeBytes"):
+        log.warning("Twisted's writes stay queued: this Twisted lacks %s", missing or "_dataMustBeBytes")
+        return False
 
     queue_write = tcp.Connection.write
     queue_sequence = tcp.Connection.writeSequence
@@ -73,3 +93,4 @@ def send_queued_writes_at_once() -> None:
     tcp.Connection.write = write  # type: ignore[method-assign]
     tcp.Connection.writeSequence = write_sequence  # type: ignore[method-assign]
     _installed = True
+    return True

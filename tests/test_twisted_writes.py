@@ -11,9 +11,12 @@ import pytest
 from twisted.internet import tcp
 from twisted.internet.protocol import Protocol
 
+from crows_site import twisted_writes
 from crows_site.twisted_writes import send_queued_writes_at_once
 
-send_queued_writes_at_once()
+# Installed as crows_site.asgi installs it; False would mean this Twisted's internals
+# changed and the patch stood down (the pinned Twisted must keep it on).
+assert send_queued_writes_at_once()
 
 
 class Reactor:
@@ -107,3 +110,11 @@ def test_non_bytes_are_refused_as_twisted_refuses_them(pair):
         conn.write("text")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         conn.writeSequence([b"ok", "text"])  # type: ignore[list-item]
+
+
+def test_a_twisted_without_the_state_it_reads_is_left_alone(monkeypatch):
+    monkeypatch.setattr(twisted_writes, "_installed", False)
+    monkeypatch.setattr(twisted_writes, "_STATE", (*twisted_writes._STATE, "_renamedBuffer"))
+    write = tcp.Connection.write
+    assert send_queued_writes_at_once() is False
+    assert tcp.Connection.write is write
