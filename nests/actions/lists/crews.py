@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from flock.db import lock_or_create
 from flock.models import Crow
 from nests.models import CrowRotation, Nest
 
@@ -46,8 +47,7 @@ def pick_crows(nest_id: str, *, count: int) -> list[tuple[str, bool]]:
     core = [] if open_nest else [c for c in nest.core if c in able]
     outside = [c for c in able if c not in core]
 
-    CrowRotation.objects.get_or_create(nest_id=nest_id)
-    rotation = CrowRotation.objects.select_for_update().get(nest_id=nest_id)
+    rotation = lock_or_create(CrowRotation, nest_id=nest_id)
     from_core = _take(core, rotation.core_next, count)
     from_outside = _take(outside, rotation.outside_next, count - len(from_core))
     rotation.core_next = (rotation.core_next + len(from_core)) % max(1, len(core))
