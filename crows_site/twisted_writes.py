@@ -69,24 +69,32 @@ def send_queued_writes_at_once() -> bool:
     queue_sequence = tcp.Connection.writeSequence
     must_be_bytes = abstract._dataMustBeBytes
 
+    def send_now(self: Any, data: bytes) -> None:
+        """Send checked bytes with nothing queued ahead; queue what the kernel left."""
+        sent = self.writeSomeData(data)
+        # An int is what the kernel took (0 when it would block); anything else is the
+        # connection lost, which the queued path reports as it always has.
+        if isinstance(sent, int) and sent > 0:
+            if sent >= len(data):
+                return
+            data = data[sent:]
+        queue_write(self, data)
+
     def write(self: Any, data: bytes) -> None:
         must_be_bytes(data)
         if data and _nothing_queued(self):
-            sent = self.writeSomeData(data)
-            # An int is what the kernel took (0 when it would block); anything else is
-            # the connection lost, which the queued path reports as it always has.
-            if isinstance(sent, int) and sent > 0:
-                if sent >= len(data):
-                    return
-                data = data[sent:]
-        queue_write(self, data)
+            send_now(self, data)
+        else:
+            queue_write(self, data)
 
     def write_sequence(self: Any, iovec: Iterable[bytes]) -> None:
         chunks = list(iovec)
         if chunks and _nothing_queued(self):
             for chunk in chunks:
                 must_be_bytes(chunk)
-            write(self, b"".join(chunks))
+            data = b"".join(chunks)
+            if data:
+                send_now(self, data)
             return
         queue_sequence(self, chunks)
 
