@@ -98,7 +98,13 @@ def _database() -> dict[str, Any]:
         # kept connection holds no snapshot and never blocks a WAL checkpoint.
         config["CONN_MAX_AGE"] = None
     elif engine.endswith("postgresql"):
-        config["OPTIONS"] = {"pool": {"min_size": 2, "max_size": 20, "timeout": 20}}
+        from flock.db import pool_size_for
+
+        # Sized for the worker threads as well as the requests: a fixed 20 left 12 of 32
+        # worker threads queueing about 180 ms for a connection on every task, and any
+        # owner request queued behind them (docs/PERFORMANCE.md, sixth pass).
+        pool_max = pool_size_for(env_int("CROWS_WORKER_THREADS", 8, minimum=1, maximum=64))
+        config["OPTIONS"] = {"pool": {"min_size": 2, "max_size": pool_max, "timeout": 20}}
         config["CONN_MAX_AGE"] = 0
     else:
         raise ImproperlyConfigured(

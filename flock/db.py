@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.db import connection, models, transaction
+from django.db import connection, connections, models, transaction
+
+# Connections a process needs beside its worker threads' one each: request threads, the
+# stream's database reads, the heartbeat. The pool opens them only when asked.
+POOL_HEADROOM = 12
+POOL_MIN_MAX = 20
 
 
 def queued_on_commit(hook: Callable[[], object]) -> bool:
@@ -44,3 +49,25 @@ def action_atomic() -> transaction.Atomic:
     loudly. Where a caller does recover (an `IntegrityError` expected from a race), keep
     a plain `atomic()`."""
     return transaction.atomic(savepoint=False)
+
+
+def pool_size_for(worker_threads: int) -> int:
+    """The most connections a process's PostgreSQL pool may open: one per worker thread
+    (each holds one while its task runs) plus headroom for everything else."""
+    return max(POOL_MIN_MAX, worker_threads + POOL_HEADROOM)
+
+
+def fit_pool_to_threads(worker_threads: int, *, alias: str = "default") -> None:
+    """Let the pool grow to `pool_size_for(worker_threads)` connections, for a process
+    whose thread count is not the settings' (`db_worker --threads`). Closes the pool if it
+    is already open, so the next connection opens one of the new size."""
+    wrapper = connections[alias]
+    pool = wrapper.settings_dict.get("OPTIONS", {}).get("pool")
+    if wrapper.vendor != "postgresql" or not isinstance(pool, dict):
+        return
+    wanted = pool_size_for(worker_threads)
+    if pool.get("max_size", 0) >= wanted:
+        return
+    wrapper.settings_dict["OPTIONS"]["pool"] = {**pool, "max_size": wanted}
+    wrapper.close()  # hand this thread's connection back before its pool goes
+    wrapper.close_pool()  # type: ignore[attr-defined]  # PostgreSQL's wrapper only, checked above

@@ -49,4 +49,8 @@ class Command(StockCommand):
             while (max_tasks is None or ran < max_tasks) and pool.run_one():
                 ran += 1
             return
+        if threads:
+            from flock.db import fit_pool_to_threads
+
+            fit_pool_to_threads(threads)
         worker.run_pool(threads or settings.CROWS_WORKER_THREADS, worker_id=worker_id)
