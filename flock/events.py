@@ -51,22 +51,36 @@ def _event_sequence() -> str:
     return _SEQUENCES[alias]
 
 
-def _hold_id_floor() -> None:
-    """PostgreSQL: before taking an id, hold a shared transaction lock keyed by a number no
-    larger than any id this transaction will take (the sequence's next value, read now).
-    Shared, so writers never wait for each other; readers see it in pg_locks.
+def _insert_holding_id_floor(event: Event) -> None:
+    """PostgreSQL, a transaction's first event: insert `event` and, in the same
+    statement, hold a shared transaction lock keyed by a number no larger than any id
+    this transaction will take (the sequence's next value, read just before the row takes
+    its id). Shared, so writers never wait for each other; readers see it in pg_locks.
+
+    One statement instead of a lock and then an insert: a round trip less in every
+    transaction that emits. The floor is taken in a materialized CTE that the insert's
+    source row is read from, so it is held before the row's id default (nextval) runs.
 
     Once per transaction: ids only grow, so the floor taken before the first id is below
     every later one too. A floor taken inside a savepoint that is rolled back is released
     with it, and Django drops the on-commit hooks registered there in the same step, so
     `_floor_held` still being queued means the floor is still held."""
-    if queued_on_commit(_floor_held):
-        return
+    quote = connection.ops.quote_name
+    fields = [f for f in Event._meta.concrete_fields if not f.primary_key]
+    columns = ", ".join(quote(f.column) for f in fields)
+    values = [f.get_db_prep_save(getattr(event, f.attname), connection) for f in fields]
+    placeholders = ", ".join(["%s"] * len(fields))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT pg_advisory_xact_lock_shared({FLOOR_KEY_BASE} + last_value"
-            f" + CASE WHEN is_called THEN 1 ELSE 0 END) FROM {_event_sequence()}"
+            f"WITH floor AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared({FLOOR_KEY_BASE} + last_value"
+            f" + CASE WHEN is_called THEN 1 ELSE 0 END) FROM {_event_sequence()})"
+            f" INSERT INTO {quote(Event._meta.db_table)} ({columns}) SELECT {placeholders} FROM floor"
+            f" RETURNING {quote(Event._meta.pk.column)}",
+            values,
         )
+        event.pk = cursor.fetchone()[0]
+    event._state.adding = False
+    event._state.db = connection.alias
     transaction.on_commit(_floor_held)
 
 
@@ -143,9 +157,6 @@ def emit(name: str, payload: dict[str, Any], *, list_id: str = "", nest_id: str 
         raise RuntimeError("emit() must run inside an action's transaction.atomic block")
     if name not in EVENT_NAMES:
         raise ValueError(f"unknown event name {name!r}: register it with register_event_names")
-    if connection.vendor == "postgresql":
-        _hold_id_floor()
-
     now = datetime.now(UTC)
     body: dict[str, Any] = {}
     if list_id:
@@ -155,9 +166,11 @@ def emit(name: str, payload: dict[str, Any], *, list_id: str = "", nest_id: str 
     body.update(payload)
     body["ts"] = rfc3339(now)
 
-    event = Event.objects.create(
-        name=name, list_key=list_id, nest_key=nest_id, payload=body, created_at=now
-    )
+    event = Event(name=name, list_key=list_id, nest_key=nest_id, payload=body, created_at=now)
+    if connection.vendor == "postgresql" and not queued_on_commit(_floor_held):
+        _insert_holding_id_floor(event)
+    else:
+        event.save(force_insert=True)
     published = Published(
         id=event.id,
         name=name,

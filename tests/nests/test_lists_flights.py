@@ -102,6 +102,33 @@ def test_a_sortie_waits_for_a_free_slot_and_the_landing_hands_it_over(settings):
     assert second.status == Sortie.Status.LANDED
 
 
+def test_a_landing_wakes_only_the_oldest_waiting_sorties_for_the_free_slots(settings):
+    settings.CROWS_MAX_IN_FLIGHT = 2
+    todo = post_list("milk\neggs\nbread\nbutter", requester="ada")
+    first, second, third, fourth = Sortie.objects.filter(todo_list=todo).order_by("id")
+    assert launch_sortie(first.pk) is not None and launch_sortie(second.pk) is not None
+    assert launch_sortie(third.pk) is None and launch_sortie(fourth.pk) is None
+
+    land_sortie(first.pk, _reply(), jev={})
+    third.refresh_from_db()
+    fourth.refresh_from_db()
+    assert third.status == Sortie.Status.PLANNED  # one slot freed: the oldest waiter has it
+    assert fourth.status == Sortie.Status.WAITING
+
+
+def test_a_landing_with_nobody_waiting_does_not_count_the_crows_in_the_air():
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    todo = post_list("milk", requester="ada")
+    sortie = Sortie.objects.get(todo_list=todo)
+    assert launch_sortie(sortie.pk) is not None
+    with CaptureQueriesContext(connection) as seen:
+        land_sortie(sortie.pk, _reply(), jev={})
+    counts = [q["sql"] for q in seen.captured_queries if "COUNT(" in q["sql"].upper() and "nests_sortie" in q["sql"]]
+    assert counts == []
+
+
 def test_with_one_slot_a_whole_list_still_finishes_and_never_has_two_in_the_air(settings):
     settings.CROWS_MAX_IN_FLIGHT = 1
     trust_everyone()

@@ -119,3 +119,32 @@ def test_a_floor_rolled_back_with_its_savepoint_is_taken_again_by_the_next_emit(
     assert steps["rolled back"] == []
     again = steps["next emit"]
     assert len(again["floors"]) == 1 and again["floors"][0] <= again["id"]
+
+
+ONE_STATEMENT = PRELUDE + """
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+with transaction.atomic(), CaptureQueriesContext(connection) as seen:
+    ids = [emit("nest.message", {"n": n}, nest_id="todo").id for n in range(3)]
+    held = floors()
+from flock.models import Event
+rows = list(Event.objects.filter(id__in=ids).order_by("id").values("id", "name", "nest_key", "payload"))
+print(json.dumps({"statements": [q["sql"] for q in seen.captured_queries], "held": held, "ids": ids,
+                  "rows": rows}))
+"""
+
+
+def test_the_floor_rides_on_the_transactions_first_insert(tmp_path):
+    result = run_on_fresh_postgres(ONE_STATEMENT, tmp_path)
+
+    # Three emits, three statements (the sequence's name is looked up once per process).
+    inserts = [sql for sql in result["statements"] if "INSERT" in sql]
+    assert len(inserts) == 3
+    assert "pg_advisory_xact_lock_shared" in inserts[0]
+    assert not any("pg_advisory" in sql for sql in inserts[1:])
+    assert not any("pg_advisory" in sql and "INSERT" not in sql for sql in result["statements"])
+    assert len(result["held"]) == 1 and result["held"][0] <= min(result["ids"])
+    assert [r["id"] for r in result["rows"]] == result["ids"]
+    for row, n in zip(result["rows"], range(3), strict=True):
+        assert row["name"] == "nest.message" and row["nest_key"] == "todo"
+        assert row["payload"]["n"] == n and row["payload"]["nest_id"] == "todo"

@@ -76,14 +76,19 @@ def in_flight() -> int:
 
 
 def hand_over_slots() -> int:
-    """Wake the oldest waiting sorties for the slots now free (gate locked by the caller)."""
-    free = settings.CROWS_MAX_IN_FLIGHT - in_flight()
-    if free <= 0:
-        return 0
+    """Wake the oldest waiting sorties for the slots now free (gate locked by the caller).
+
+    Looks for waiting sorties before counting the free slots: most landings find none
+    waiting, and then one statement is enough. Those found are locked until the commit,
+    even the ones there is no slot for, which is harmless: another hand-over skips them
+    and anyone else waits for at most this transaction's few remaining statements."""
     # skip_locked: a waiting sortie locked elsewhere is taking off right now (its own
     # transaction waits for the gate behind us); waiting for its row would deadlock.
     waiting = Sortie.objects.filter(status=Sortie.Status.WAITING).order_by("waiting_since", "id")
-    woken = list(waiting.select_for_update(skip_locked=True)[:free])
+    candidates = list(waiting.select_for_update(skip_locked=True)[: settings.CROWS_MAX_IN_FLIGHT])
+    if not candidates:
+        return 0
+    woken = candidates[: max(0, settings.CROWS_MAX_IN_FLIGHT - in_flight())]
     for sortie in woken:
         sortie.status = Sortie.Status.PLANNED
         sortie.save(update_fields=["status"])
