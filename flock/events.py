@@ -67,7 +67,7 @@ def _insert_holding_id_floor(event: Event) -> None:
     `_floor_held` still being queued means the floor is still held."""
     quote = connection.ops.quote_name
     fields = [f for f in Event._meta.concrete_fields if not f.primary_key]
-    columns = ", ".join(quote(f.column) for f in fields)
+    columns = ", ".join(quote(f.column or f.attname) for f in fields)  # a concrete field's column is set
     values = [f.get_db_prep_save(getattr(event, f.attname), connection) for f in fields]
     placeholders = ", ".join(["%s"] * len(fields))
     with connection.cursor() as cursor:
@@ -75,7 +75,7 @@ def _insert_holding_id_floor(event: Event) -> None:
             f"WITH floor AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared({FLOOR_KEY_BASE} + last_value"
             f" + CASE WHEN is_called THEN 1 ELSE 0 END) FROM {_event_sequence()})"
             f" INSERT INTO {quote(Event._meta.db_table)} ({columns}) SELECT {placeholders} FROM floor"
-            f" RETURNING {quote(Event._meta.pk.column)}",
+            f" RETURNING {quote('id')}",
             values,
         )
         event.pk = cursor.fetchone()[0]
