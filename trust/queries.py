@@ -163,18 +163,24 @@ def decision_named(decision_id: str) -> Decision | None:
     return Decision.objects.select_related("breach").filter(decision_id=decision_id).first()
 
 
+def said_as(text: str) -> str:
+    """How an owner's words are compared with a decision's phrase or options: trimmed,
+    spaces collapsed, any case."""
+    return " ".join(text.split()).casefold()
+
+
 def open_decision_by_phrase(nest_id: str, text: str) -> Decision | None:
     """The open decision whose exact phrase `text` is (trimmed, any case, spaces
     collapsed): the room's own first, then any other. A phrase names its crow, so saying
     it in the crow's direct chat or another room means the same decision."""
-    said = " ".join(text.split()).casefold()
+    said = said_as(text)
     # Every owner message asks, and almost none is a phrase: compare the phrases alone and
     # load the one decision that matches (docs/PERFORMANCE.md).
     phrases = Decision.objects.filter(status=Decision.Status.OPEN).exclude(phrase="").order_by("id")
     matches = [
         (pk, room)
         for pk, phrase, room in phrases.values_list("pk", "phrase", "nest_id")
-        if " ".join(phrase.split()).casefold() == said
+        if said_as(phrase) == said
     ]
     if not matches:
         return None

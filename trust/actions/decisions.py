@@ -32,7 +32,7 @@ from flock.models import Crow
 from trust.actions.locking import lock_event_log
 from trust.actions.quarantine import reinstate_crow, retire_crow
 from trust.models import Breach, Decision
-from trust.queries import decision_record
+from trust.queries import decision_record, said_as
 
 register_event_names("decision.opened", "decision.closed")
 
@@ -141,21 +141,17 @@ def _close(decision: Decision, *, outcome: str, answer: str, by: str) -> Decisio
     return decision
 
 
-def _normal(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
 def outcome_for(decision: Decision, answer: str) -> str:
     """What an answer means for a decision: the phrase reinstates, `retire` retires (a
     quarantine), a named option is picked (a choice); anything else keeps things as they
     are (fail safe)."""
-    said = _normal(answer)
-    if decision.phrase and said == _normal(decision.phrase):
+    said = said_as(answer)
+    if decision.phrase and said == said_as(decision.phrase):
         return Decision.Outcome.REINSTATED if decision.kind == Decision.Kind.QUARANTINE else decision.phrase
     if decision.kind == Decision.Kind.QUARANTINE and said == RETIRE_WORD:
         return Decision.Outcome.RETIRED
     for option in decision.options:
-        if said == _normal(option):
+        if said == said_as(option):
             return option
     return Decision.Outcome.KEPT
 
