@@ -72,7 +72,7 @@ TEMPLATES = [
 ]
 
 
-def _database() -> dict[str, Any]:
+def _database(worker_threads: int) -> dict[str, Any]:
     url = env_str("DATABASE_URL", "")
     if not url:
         CROWS_DATA_DIR.mkdir(parents=True, exist_ok=True)
@@ -103,8 +103,7 @@ def _database() -> dict[str, Any]:
         # Sized for the worker threads as well as the requests: a fixed 20 left 12 of 32
         # worker threads queueing about 180 ms for a connection on every task, and any
         # owner request queued behind them (docs/PERFORMANCE.md, sixth pass).
-        pool_max = pool_size_for(env_int("CROWS_WORKER_THREADS", 8, minimum=1, maximum=64))
-        config["OPTIONS"] = {"pool": {"min_size": 2, "max_size": pool_max, "timeout": 20}}
+        config["OPTIONS"] = {"pool": {"min_size": 2, "max_size": pool_size_for(worker_threads), "timeout": 20}}
         config["CONN_MAX_AGE"] = 0
     else:
         raise ImproperlyConfigured(
@@ -113,7 +112,6 @@ def _database() -> dict[str, Any]:
     return config
 
 
-DATABASES = {"default": _database()}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 
@@ -204,6 +202,7 @@ CROWS_ORCHESTRATION_LOW_SCORE = env_float("CROWS_ORCHESTRATION_LOW_SCORE", 0.35,
 # Background work: the server runs its own worker unless scaled out to db_worker processes.
 CROWS_EMBEDDED_WORKER = env_bool("CROWS_EMBEDDED_WORKER", True)
 CROWS_WORKER_THREADS = env_int("CROWS_WORKER_THREADS", 8, minimum=1, maximum=64)
+DATABASES = {"default": _database(CROWS_WORKER_THREADS)}  # its pool is sized for the threads
 CROWS_WORKER_POLL_S = env_float("CROWS_WORKER_POLL_S", 0.5, minimum=0.01)
 # A worker's claim on a task lasts this long unless its heartbeat renews it; a task whose
 # worker died runs again elsewhere once its lease runs out (docs/STREAM.md).
