@@ -1,0 +1,61 @@
+"""When the database does not answer (PostgreSQL restarting, SQLite locked past its
+timeout), the API says so with a 503 and Retry-After instead of a 500 that reads like a
+bug; a database error that is a bug stays a 500. Both keep the {"message"} shape."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.db.utils import InterfaceError, OperationalError
+
+from nests import actions
+
+pytestmark = pytest.mark.django_db
+
+
+def _post(client):
+    return client.post(
+        "/api/nests/todo/messages", {"author": "owner", "text": "are you there?"}, content_type="application/json"
+    )
+
+
+@pytest.mark.parametrize("error", [OperationalError("database is locked"), OperationalError("database table is locked")])
+def test_sqlite_locked_past_its_timeout_is_a_503_with_retry_after(client, monkeypatch, error):
+    def locked(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(actions, "post_message", locked)
+    response = _post(client)
+    assert response.status_code == 503
+    assert response["Retry-After"] == "2"
+    assert "database is not answering" in response.json()["message"]
+
+
+def test_a_database_error_that_is_a_bug_stays_a_500(client, monkeypatch):
+    def broken(*args, **kwargs):
+        raise OperationalError("no such table: nests_nestmessage")
+
+    monkeypatch.setattr(actions, "post_message", broken)
+    response = _post(client)
+    assert response.status_code == 500
+    assert set(response.json()) == {"message"}
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        OperationalError("connection failed: Connection refused"),
+        OperationalError("couldn't get a connection after 20.00 sec"),  # psycopg_pool's PoolTimeout
+        InterfaceError("connection already closed"),
+    ],
+)
+def test_on_postgresql_every_operational_or_interface_error_is_a_503(client, monkeypatch, error):
+    def away(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(actions, "post_message", away)
+    monkeypatch.setattr(connection, "vendor", "postgresql")
+    response = _post(client)
+    assert response.status_code == 503
+    assert response["Retry-After"] == "2"
+    assert set(response.json()) == {"message"}
