@@ -31,9 +31,9 @@ def fly_sortie_task(sortie_pk: int, attempt: int = 0, owners: list[int] | None =
 
     known = (owners[0], owners[1]) if owners and len(owners) == 2 else None
     try:
-        # A retry is this process's own flight whose code failed after take-off: it must
-        # fly again, or the sortie would stay in the air (and hold a slot) for good.
-        return fly_sortie(sortie_pk, retry=attempt > 0, owners=known)
+        # A retry flies again a sortie whose landing failed after take-off (its thread
+        # has let go of it: flights.InAir), without a second take-off.
+        return fly_sortie(sortie_pk, owners=known)
     except OperationalError as exc:
         if attempt < RETRIES:
             later = timezone.now() + timedelta(seconds=RETRY_PAUSE_S * (attempt + 1))

@@ -73,3 +73,13 @@ def live_server_factory(sqlite_template: SqliteTemplate, tmp_path: Path) -> Iter
 @pytest.fixture
 def live_server(live_server_factory: Callable[..., LiveServer]) -> LiveServer:
     return live_server_factory().start()
+
+
+@pytest.fixture(autouse=True)
+def no_flights_left_in_the_air() -> Iterator[None]:
+    """A test that takes a sortie off and never lands it leaves it in this process's
+    in-air registry; the next test's database may reuse its id."""
+    yield
+    from nests.actions.lists.flights import IN_AIR
+
+    IN_AIR.clear()

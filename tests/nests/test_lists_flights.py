@@ -129,6 +129,72 @@ def test_a_landing_with_nobody_waiting_does_not_count_the_crows_in_the_air():
     assert counts == []
 
 
+def test_a_flight_whose_landing_met_a_dead_database_flies_again_when_its_task_comes_back(monkeypatch):
+    from django.db.utils import OperationalError
+
+    from nests.actions.lists import flights
+
+    todo = post_list("milk", requester="ada")
+    sortie = Sortie.objects.get(todo_list=todo)
+    real_land = flights.land_sortie
+
+    def database_gone(*args, **kwargs):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(flights, "land_sortie", database_gone)
+    with pytest.raises(OperationalError):
+        flights.fly_sortie(sortie.pk)
+    sortie.refresh_from_db()
+    assert sortie.status == Sortie.Status.FLYING  # its thread let go of it in the air
+    assert sortie.pk not in flights.IN_AIR
+
+    # Its task comes back in the same process (a retry, or a re-run once its lease ran
+    # out): the sortie flies again, without a second take-off, and lands once.
+    monkeypatch.setattr(flights, "land_sortie", real_land)
+    assert flights.fly_sortie(sortie.pk) == "landed"
+    sortie.refresh_from_db()
+    assert sortie.status == Sortie.Status.LANDED
+    names = [n for n, _ in stream(todo.list_id)]
+    assert names.count("crow.flying") == 1 and names.count("crow.landed") == 1
+
+
+def test_a_duplicate_task_leaves_a_sortie_a_sibling_thread_is_flying_alone():
+    from nests.actions.lists import flights
+
+    todo = post_list("milk", requester="ada")
+    sortie = Sortie.objects.get(todo_list=todo)
+    assert flights.launch_sortie(sortie.pk) is not None  # in the air, in "another thread"
+    assert sortie.pk in flights.IN_AIR
+    assert flights.fly_sortie(sortie.pk) == "not flown"
+    sortie.refresh_from_db()
+    assert sortie.status == Sortie.Status.FLYING
+
+
+def test_a_take_off_whose_commit_fails_leaves_nothing_in_the_air(monkeypatch):
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    from django.db import transaction
+    from django.db.utils import OperationalError
+
+    from nests.actions.lists import flights
+
+    todo = post_list("milk", requester="ada")
+    sortie = Sortie.objects.get(todo_list=todo)
+
+    @contextmanager
+    def commit_fails():
+        with transaction.atomic():
+            yield
+        raise OperationalError("could not commit: the server closed the connection")
+
+    monkeypatch.setattr(flights, "transaction", SimpleNamespace(atomic=commit_fails))
+    with pytest.raises(OperationalError):
+        flights.launch_sortie(sortie.pk)
+    # Whatever the database kept, no thread of this process is flying it: a re-run may.
+    assert sortie.pk not in flights.IN_AIR
+
+
 def test_with_one_slot_a_whole_list_still_finishes_and_never_has_two_in_the_air(settings):
     settings.CROWS_MAX_IN_FLIGHT = 1
     trust_everyone()

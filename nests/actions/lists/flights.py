@@ -23,6 +23,7 @@ statement in READ COMMITTED reads a fresh snapshot, taken after the lock was gra
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any, NamedTuple
 
 from django.conf import settings
@@ -129,56 +130,107 @@ def _over_budget(item: Item, todo: TodoList, estimate: int) -> bool:
     return item_after > settings.CROWS_ITEM_TOKEN_BUDGET or list_after > todo.token_budget
 
 
-def launch_sortie(sortie_pk: int, *, retry: bool = False, owners: tuple[int, int] | None = None) -> Launch | None:
+class InAir:
+    """The sorties this process's threads are flying right now, from take-off to landing.
+
+    A sortie FLYING under this process's id is either here (a sibling thread has it in
+    the air: a duplicate task leaves it alone) or was dropped by its thread: its landing
+    failed, and so did everything after it, as when the database went away mid-flight.
+    Its task then comes back (a retry, or a re-run once its lease ran out) and must fly it
+    again, as it would a dead process's, or the sortie would stay in the air until a
+    restart and its list would never finish."""
+
+    def __init__(self) -> None:
+        self._pks: set[int] = set()
+        self._lock = threading.Lock()
+
+    def take(self, pk: int) -> None:
+        with self._lock:
+            self._pks.add(pk)
+
+    def release(self, pk: int) -> None:
+        with self._lock:
+            self._pks.discard(pk)
+
+    def __contains__(self, pk: object) -> bool:
+        with self._lock:
+            return pk in self._pks
+
+    def clear(self) -> None:
+        """Forget every flight (tests: each test's database starts afresh)."""
+        with self._lock:
+            self._pks.clear()
+
+
+IN_AIR = InAir()
+
+
+def launch_sortie(sortie_pk: int, *, owners: tuple[int, int] | None = None) -> Launch | None:
     """Take off, or wait for a slot, or cancel. Returns what to fly when this process
-    should fly it now, else None. `retry` is this process's own flight coming back after
-    its code failed mid-air (a locked database): it flies again, without a second take-off.
-    `owners` as for lock_sortie."""
-    with transaction.atomic():
-        sortie, todo, item = lock_sortie(sortie_pk, owners=owners)
-        if sortie.status == Sortie.Status.FLYING:
-            if sortie.claimed_by == BOOT_ID and not retry:
-                return None  # already in the air from this process
-            # Left in the air by a dead process: fly it again, without a second take-off.
-            sortie.claimed_by = BOOT_ID
-            sortie.save(update_fields=["claimed_by"])
-            crow = Crow.objects.get(name=sortie.crow)
-            return Launch(sortie, request_for(sortie, item, crow), crow.brain_spec)
-        if sortie.status not in (Sortie.Status.PLANNED, Sortie.Status.WAITING):
-            return None
-        if item.ended:
-            sortie.status = Sortie.Status.CANCELLED
-            sortie.save(update_fields=["status"])
-            return None
-        crow = Crow.objects.get(name=sortie.crow)
-        request = request_for(sortie, item, crow)
-        estimate = briefs.estimate(request)
-        lock_gate()
-        if in_flight() >= settings.CROWS_MAX_IN_FLIGHT:
-            sortie.status = Sortie.Status.WAITING
-            sortie.waiting_since = sortie.waiting_since or timezone.now()
-            sortie.save(update_fields=["status", "waiting_since"])
-            return None
-        if _over_budget(item, todo, estimate):
-            sortie.status = Sortie.Status.CANCELLED
-            sortie.estimate = estimate
-            sortie.save(update_fields=["status", "estimate"])
-            skip_item(item, reason=BUDGET)
-            return None
-        item.tokens_reserved += estimate
-        item.save(update_fields=["tokens_reserved"])
-        todo.tokens_reserved += estimate
-        todo.save(update_fields=["tokens_reserved"])
-        sortie.status = Sortie.Status.FLYING
+    should fly it now, else None; a sortie returned is in IN_AIR until the caller
+    releases it. `owners` as for lock_sortie."""
+    taken = False
+    try:
+        with transaction.atomic():
+            launch = _launch(sortie_pk, owners=owners)
+            if launch is not None:
+                # Before the commit: a duplicate task waiting for the sortie's row lock
+                # finds it taken once it gets the row.
+                IN_AIR.take(sortie_pk)
+                taken = True
+    except BaseException:
+        if taken:  # the take-off did not commit
+            IN_AIR.release(sortie_pk)
+        raise
+    return launch
+
+
+def _launch(sortie_pk: int, *, owners: tuple[int, int] | None) -> Launch | None:
+    sortie, todo, item = lock_sortie(sortie_pk, owners=owners)
+    if sortie.status == Sortie.Status.FLYING:
+        if sortie.claimed_by == BOOT_ID and sortie_pk in IN_AIR:
+            return None  # in the air in a sibling thread of this process
+        # Left in the air by a dead process, or dropped by this process's thread
+        # (see InAir): fly it again, without a second take-off.
         sortie.claimed_by = BOOT_ID
+        sortie.save(update_fields=["claimed_by"])
+        crow = Crow.objects.get(name=sortie.crow)
+        return Launch(sortie, request_for(sortie, item, crow), crow.brain_spec)
+    if sortie.status not in (Sortie.Status.PLANNED, Sortie.Status.WAITING):
+        return None
+    if item.ended:
+        sortie.status = Sortie.Status.CANCELLED
+        sortie.save(update_fields=["status"])
+        return None
+    crow = Crow.objects.get(name=sortie.crow)
+    request = request_for(sortie, item, crow)
+    estimate = briefs.estimate(request)
+    lock_gate()
+    if in_flight() >= settings.CROWS_MAX_IN_FLIGHT:
+        sortie.status = Sortie.Status.WAITING
+        sortie.waiting_since = sortie.waiting_since or timezone.now()
+        sortie.save(update_fields=["status", "waiting_since"])
+        return None
+    if _over_budget(item, todo, estimate):
+        sortie.status = Sortie.Status.CANCELLED
         sortie.estimate = estimate
-        sortie.started_at = timezone.now()
-        sortie.save(update_fields=["status", "claimed_by", "estimate", "started_at"])
-        emit(
-            "crow.flying",
-            {"item_id": item.item_id, "crow": sortie.crow, "borrowed": sortie.borrowed},
-            list_id=todo.list_id,
-        )
+        sortie.save(update_fields=["status", "estimate"])
+        skip_item(item, reason=BUDGET)
+        return None
+    item.tokens_reserved += estimate
+    item.save(update_fields=["tokens_reserved"])
+    todo.tokens_reserved += estimate
+    todo.save(update_fields=["tokens_reserved"])
+    sortie.status = Sortie.Status.FLYING
+    sortie.claimed_by = BOOT_ID
+    sortie.estimate = estimate
+    sortie.started_at = timezone.now()
+    sortie.save(update_fields=["status", "claimed_by", "estimate", "started_at"])
+    emit(
+        "crow.flying",
+        {"item_id": item.item_id, "crow": sortie.crow, "borrowed": sortie.borrowed},
+        list_id=todo.list_id,
+    )
     return Launch(sortie, request, crow.brain_spec)
 
 
@@ -244,18 +296,22 @@ def land_sortie(
     return sortie
 
 
-def fly_sortie(sortie_pk: int, *, retry: bool = False, owners: tuple[int, int] | None = None) -> str:
-    """The whole flight of one sortie; what the background task runs. Idempotent."""
+def fly_sortie(sortie_pk: int, *, owners: tuple[int, int] | None = None) -> str:
+    """The whole flight of one sortie; what the background task runs. Idempotent: a
+    sortie whose flight failed after take-off is flown again by the next run (InAir)."""
     from nests.actions.lists.triage import ask_jev
 
-    launched = launch_sortie(sortie_pk, retry=retry, owners=owners)
+    launched = launch_sortie(sortie_pk, owners=owners)
     if launched is None:
         return "not flown"
-    sortie, request, brain_spec = launched
-    reply = get_brain(brain_spec).think(request)
-    jev = ask_jev(sortie.item.text) if sortie.role == Sortie.Role.SENTRY else None
-    owners = (sortie.todo_list_id, sortie.item_id)
-    landed = land_sortie(sortie_pk, reply, jev=jev, request=request, owners=owners)
+    try:
+        sortie, request, brain_spec = launched
+        reply = get_brain(brain_spec).think(request)
+        jev = ask_jev(sortie.item.text) if sortie.role == Sortie.Role.SENTRY else None
+        owners = (sortie.todo_list_id, sortie.item_id)
+        landed = land_sortie(sortie_pk, reply, jev=jev, request=request, owners=owners)
+    finally:
+        IN_AIR.release(sortie_pk)
     return "landed" if landed else "landed elsewhere"
 
 

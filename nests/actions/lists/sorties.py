@@ -11,7 +11,8 @@ from nests.models import Item, Sortie
 
 # Who is flying a sortie: this process. After a restart, a sortie still FLYING under
 # another process's id was left by the dead one and is taken over; one under this id is
-# in the air in a sibling thread, and a duplicate task leaves it alone.
+# in the air in a sibling thread (flights.IN_AIR), and a duplicate task leaves it alone,
+# unless its thread let go of it (a landing that met a dead database) and it flies again.
 BOOT_ID = f"{socket.gethostname()[:16]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
