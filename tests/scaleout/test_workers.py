@@ -16,6 +16,7 @@ import pytest
 
 from tests.support.server import PYTHON, ROOT, LiveServer, base_env, migrate
 from tests.support.services import (
+    PG_ADMIN_URL,
     REDIS_HOST,
     REDIS_PORT,
     fresh_postgres_database,
@@ -239,3 +240,49 @@ def test_the_flight_cap_holds_while_workers_take_off_and_land_side_by_side(shape
     assert max(seen) == 6, f"the flock never filled its slots (most in the air: {max(seen)})"
     logs = "".join(w.log_path.read_text(errors="replace") for w in workers)
     assert "deadlock detected" not in logs
+
+
+def _fly_tasks_running(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        return conn.execute(
+            "SELECT count(*) FROM django_tasks_database_dbtaskresult WHERE status = 'RUNNING'"
+            " AND task_path = 'nests.tasks.fly_sortie_task'"
+        ).fetchone()[0]
+
+
+# Longer than a connection pool waits for a connection (20 s).
+OUTAGE_S = 24
+
+
+def test_a_worker_whose_database_goes_away_mid_flight_still_finishes_the_list(shape):
+    # As a PostgreSQL restart or a failover does to a live worker: the connections it
+    # holds die while its crows think, and new ones are refused for longer than its pool
+    # waits. The worker must survive it, and the list finish with one answer per item.
+    a, _ = shape["servers"]
+    env = {**shape["env"], "PGAPPNAME": "crows-cut-worker", "CROWS_MOCK_LATENCY_MS": "1500"}
+    worker = DbWorker(env, shape["data"], "cut")
+    try:
+        time.sleep(1.5)
+        list_id = _post_list(a, 3, "cut-test")
+        stream = SSEClient(f"{a.url}/api/events?list_id={list_id}")
+        deadline = time.monotonic() + 60
+        while _fly_tasks_running(shape["url"]) == 0:
+            assert time.monotonic() < deadline, "the worker never took off"
+            time.sleep(0.05)
+        time.sleep(0.3)  # the crows are thinking now (1.5 s each)
+        database = shape["url"].rsplit("/", 1)[1]
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS false')
+            try:
+                cut = admin.execute(
+                    "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE application_name = 'crows-cut-worker') AS t"
+                ).fetchone()[0]
+                time.sleep(OUTAGE_S)
+            finally:
+                admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS true')
+        assert cut >= 1
+        _assert_finishes_once_each(stream, timeout=90)
+        assert worker.proc.poll() is None, "the worker died instead of recovering"
+    finally:
+        worker.stop()
