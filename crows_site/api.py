@@ -7,7 +7,6 @@ import logging
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.db import connection
 from django.db.utils import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
@@ -15,6 +14,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.openapi.schema import OpenAPISchema
 
 from crows_site.parser import StrictJsonParser
+from flock.db import DATABASE_AWAY, RETRY_AFTER_S, database_away
 from flock.errors import CrowsError
 from flock.schemas import API_ERROR
 
@@ -136,31 +136,13 @@ def on_auth_error(request: HttpRequest, exc: AuthenticationError) -> HttpRespons
     return api.create_response(request, {"message": "not allowed"}, status=401)
 
 
-# How long a client is asked to wait before trying again when the database is not there.
-RETRY_AFTER_S = 2
-
-
-def _database_away(exc: Exception) -> bool:
-    """Whether a database error means "not answering right now" rather than a bug:
-    PostgreSQL down, restarting, unreachable, out of pool connections, a deadlock or a
-    cancelled statement (all OperationalError or InterfaceError), or SQLite still locked
-    after its timeout. SQLite's other OperationalErrors ("no such table") are bugs."""
-    if connection.vendor == "postgresql":
-        return True
-    return "locked" in str(exc).lower()
-
-
 @api.exception_handler(OperationalError)
 @api.exception_handler(InterfaceError)
 def on_database_away(request: HttpRequest, exc: Exception) -> HttpResponse:
-    if not _database_away(exc):
+    if not database_away(exc):
         return on_unexpected(request, exc)
     log.warning("the database did not answer %s %s: %s", request.method, request.path, exc)
-    response = api.create_response(
-        request,
-        {"message": "the flock's database is not answering right now, so the request was not carried out; try again shortly"},
-        status=503,
-    )
+    response = api.create_response(request, {"message": DATABASE_AWAY}, status=503)
     response["Retry-After"] = str(RETRY_AFTER_S)
     return response
 

@@ -6,6 +6,12 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db import connection, connections, models, transaction
+from django.db.utils import InterfaceError, OperationalError
+
+# A request that finds the database away is answered 503 with this, and asked to come
+# back after RETRY_AFTER_S (docs/API.md).
+DATABASE_AWAY = "the flock's database is not answering right now, so the request was not carried out; try again shortly"
+RETRY_AFTER_S = 2
 
 # Connections a process needs beside its worker threads' one each: request threads, the
 # stream's database reads, the heartbeat. The pool opens them only when asked.
@@ -71,3 +77,15 @@ def fit_pool_to_threads(worker_threads: int, *, alias: str = "default") -> None:
     wrapper.settings_dict["OPTIONS"]["pool"] = {**pool, "max_size": wanted}
     wrapper.close()  # hand this thread's connection back before its pool goes
     wrapper.close_pool()  # type: ignore[attr-defined]  # PostgreSQL's wrapper only, checked above
+
+
+def database_away(exc: BaseException) -> bool:
+    """Whether a database error means "not answering right now" rather than a bug:
+    PostgreSQL down, restarting, unreachable, out of pool connections, a deadlock or a
+    cancelled statement (all OperationalError or InterfaceError), or SQLite still locked
+    after its timeout. SQLite's other OperationalErrors ("no such table") are bugs."""
+    if not isinstance(exc, OperationalError | InterfaceError):
+        return False
+    if connection.vendor == "postgresql":
+        return True
+    return "locked" in str(exc).lower()

@@ -19,10 +19,11 @@ from channels.consumer import get_handler_name
 from channels.exceptions import StopConsumer
 from channels.generic.http import AsyncHttpConsumer
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections
 from django.db.models import TextField
 from django.db.models.functions import Cast
 
+from flock.db import DATABASE_AWAY, RETRY_AFTER_S, database_away
 from flock.models import Event
 from flock.stream.flow import Flow, give_memory_back
 from flock.stream.hub import Subscriber, hub
@@ -135,9 +136,10 @@ class EventStreamConsumer(AsyncHttpConsumer):
             column, key, cursor = await self._parse()
         except BadStream as bad:
             body = json.dumps({"message": bad.message}).encode()
-            await self.send_response(
-                bad.status, body, headers=[(b"Content-Type", b"application/json")]
-            )
+            headers = [(b"Content-Type", b"application/json")]
+            if bad.status == 503:
+                headers.append((b"Retry-After", str(RETRY_AFTER_S).encode()))
+            await self.send_response(bad.status, body, headers=headers)
             raise StopConsumer() from None
 
         await hub.ready()
@@ -223,7 +225,13 @@ class EventStreamConsumer(AsyncHttpConsumer):
             key = query[param][-1].strip()
             if not key:
                 raise BadStream(400, f"{param} must not be empty")
-            if not await sync_to_async(_check_exists, thread_sensitive=False)(param, key):
+            try:
+                exists = await sync_to_async(_check_exists, thread_sensitive=False)(param, key)
+            except DatabaseError as exc:
+                if database_away(exc):
+                    raise BadStream(503, DATABASE_AWAY) from None
+                raise
+            if not exists:
                 raise BadStream(404, f"no such {param.removesuffix('_id')}: {key!r}")
             column = "list_key" if param == "list_id" else "nest_key"
         # A browser's EventSource reconnects to the same URL with Last-Event-ID set to
