@@ -15,21 +15,9 @@ from asgiref.testing import ApplicationCommunicator
 from django.core import signals
 
 from crows_site.handlers import KeptThreadsASGIHandler, RequestThreads
+from tests.support.asgi import http_scope
 
-SCOPE = {
-    "type": "http",
-    "asgi": {"version": "3.0"},
-    "http_version": "1.1",
-    "method": "GET",
-    "scheme": "http",
-    "path": "/api/no-such-thing",
-    "raw_path": b"/api/no-such-thing",
-    "query_string": b"",
-    "root_path": "",
-    "headers": [(b"host", b"127.0.0.1")],
-    "client": ("127.0.0.1", 50000),
-    "server": ("127.0.0.1", 8000),
-}
+SCOPE = http_scope("/api/no-such-thing")
 
 
 @pytest.fixture

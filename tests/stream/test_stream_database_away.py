@@ -12,21 +12,9 @@ from asgiref.testing import ApplicationCommunicator
 from django.db.utils import OperationalError
 
 from flock.stream import consumer
+from tests.support.asgi import http_scope
 
-SCOPE = {
-    "type": "http",
-    "asgi": {"version": "3.0"},
-    "http_version": "1.1",
-    "method": "GET",
-    "scheme": "http",
-    "path": "/api/events",
-    "raw_path": b"/api/events",
-    "query_string": b"nest_id=todo",
-    "root_path": "",
-    "headers": [(b"host", b"127.0.0.1")],
-    "client": ("127.0.0.1", 50000),
-    "server": ("127.0.0.1", 8000),
-}
+SCOPE = http_scope("/api/events", b"nest_id=todo")
 
 
 async def _ask() -> tuple[int, dict[bytes, bytes], dict]:
