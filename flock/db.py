@@ -1,4 +1,5 @@
-"""Small transaction helpers the apps share."""
+"""Small database helpers the apps share: transactions, the PostgreSQL connection pool
+and telling an outage from a bug."""
 
 from __future__ import annotations
 
