@@ -147,13 +147,21 @@ def render_frame(event_id: int, name: str, payload: dict[str, Any]) -> bytes:
     return f"id: {event_id}\nevent: {name}\ndata: {data}\n\n".encode()
 
 
+def in_action_transaction() -> bool:
+    """Whether an action's `atomic` block is open. A test's own wrapping transaction (the
+    one pytest-django opens around a `db` test, marked `_from_testcase`) does not count:
+    it is not there in production, so an action that forgot its own transaction would
+    pass its tests and then fail for real."""
+    return any(not getattr(block, "_from_testcase", False) for block in connection.atomic_blocks)
+
+
 def emit(name: str, payload: dict[str, Any], *, list_id: str = "", nest_id: str = "") -> Event:
     """Append one event inside the caller's transaction and publish it once that commits.
 
     `list_id` puts the event on that list's stream (and into its payload, as EVENTS.md
     says every list event carries it); `nest_id` likewise for a nest's stream.
     """
-    if not connection.in_atomic_block:
+    if not in_action_transaction():
         raise RuntimeError("emit() must run inside an action's transaction.atomic block")
     if name not in EVENT_NAMES:
         raise ValueError(f"unknown event name {name!r}: register it with register_event_names")

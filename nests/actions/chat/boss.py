@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from django.db import transaction
+
 from flock import jev as jev_service
 from flock import queries as flock_queries
 from flock.actions import hatch_crow, update_crow
@@ -113,18 +115,21 @@ def _task_types(strength: str) -> list[str]:
 def _hatch(order: Order, boss: Crow, inv: Invocation | None = None) -> str:
     if not order.strength:
         return f"Hatch {order.name} to be good at what? Say, for example, “hatch a crow named {order.name} who is good at data”."
-    crow = hatch_crow(
-        order.name,
-        strength=order.strength,
-        hatched_by=boss.name,
-        model=order.model,
-        task_types=_task_types(order.strength),
-    )
-    # Boss picked the model: Jev scores it from the flight log (docs/GOVERNANCE.md, 7a).
-    pick = orchestration.score_model_pick(
-        crow, model_spec=crow.brain_spec, decider=boss.name,
-        nest=inv.nest if inv is not None else None, msg_id=inv.trigger.msg_id if inv is not None else "",
-    )
+    # The crow and Jev's score of its model are one change: both land, or neither. A plain
+    # atomic (a savepoint when nested): handle() turns a refusal into Boss's answer.
+    with transaction.atomic():
+        crow = hatch_crow(
+            order.name,
+            strength=order.strength,
+            hatched_by=boss.name,
+            model=order.model,
+            task_types=_task_types(order.strength),
+        )
+        # Boss picked the model: Jev scores it from the flight log (docs/GOVERNANCE.md, 7a).
+        pick = orchestration.score_model_pick(
+            crow, model_spec=crow.brain_spec, decider=boss.name,
+            nest=inv.nest if inv is not None else None, msg_id=inv.trigger.msg_id if inv is not None else "",
+        )
     return (
         f"Hatched @{crow.name} {crow.epithet}: good at {crow.strength}. Brain: {crow.brain_spec}. "
         f"Trust starts at 0 (stranger) for every task type, so {crow.name} speaks when addressed. "
@@ -135,13 +140,14 @@ def _hatch(order: Order, boss: Crow, inv: Invocation | None = None) -> str:
 def _change_model(order: Order, boss: Crow, inv: Invocation) -> str:
     crow = Crow.objects.filter(name__iexact=order.name).first()
     previous = crow.brain_spec if crow is not None else ""
-    with orchestration.boss_scores_the_pick():
-        changed = update_crow(order.name, by=OWNER, model=order.model)
-    # The owner named the model: Jev scores the owner's pick (docs/GOVERNANCE.md, 7a), and
-    # Boss says so when the flight log argues against it.
-    pick = orchestration.score_model_pick(
-        changed, model_spec=changed.brain_spec, decider=OWNER, nest=inv.nest, msg_id=inv.trigger.msg_id,
-    )
+    with transaction.atomic():  # as in _hatch
+        with orchestration.boss_scores_the_pick():
+            changed = update_crow(order.name, by=OWNER, model=order.model)
+        # The owner named the model: Jev scores the owner's pick (docs/GOVERNANCE.md, 7a), and
+        # Boss says so when the flight log argues against it.
+        pick = orchestration.score_model_pick(
+            changed, model_spec=changed.brain_spec, decider=OWNER, nest=inv.nest, msg_id=inv.trigger.msg_id,
+        )
     warning = (
         f" Heads up: that is below the low band ({pick.factors.get('approval')} approval in the flight log)."
         if pick.band == "low" else ""

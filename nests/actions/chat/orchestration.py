@@ -30,6 +30,7 @@ from typing import Any
 from django.conf import settings
 
 from flock import jev as jev_service
+from flock.db import action_atomic
 from flock.events import emit, register_event_names, rfc3339
 from flock.models import Crow
 from flock.vocab import HARNESS, OWNER
@@ -251,18 +252,20 @@ def score_model_pick(
         spec = f"{provider}:{model}" if provider not in ("mock",) else provider
         if spec != model_spec:
             alternatives[spec] = model_score(spec, task_type)[0]
-    d = _log(
-        kind=OrchestrationDecision.Kind.MODEL, decider=decider, crow=crow.name, model=model_spec,
-        task=f"{crow.name}: {crow.strength}"[:500], task_type=task_type, score=score, factors=factors,
-        alternatives=alternatives, nest_id=nest.nest_id if nest is not None else "", msg_id=msg_id,
-    )
-    _emit(d)
-    if nudge and d.band == "low" and nest is not None and msg_id and decider != "owner":
-        better = max(alternatives, key=lambda k: alternatives[k]) if alternatives else ""
-        hint = f" {better} scores {alternatives[better]:.2f}." if better and alternatives[better] > score else ""
-        _nudge(
-            d,
-            f"@{decider}, Jev scored {model_spec} for {crow.name} ({task_type}) at {score:.2f}, below the low band "
-            f"{settings.CROWS_ORCHESTRATION_LOW_SCORE:.2f}, from the flight log.{hint} Reconsider the model, or keep it and say why.",
+    # Its own transaction when called alone (Boss hatching: the crow's was committed first).
+    with action_atomic():
+        d = _log(
+            kind=OrchestrationDecision.Kind.MODEL, decider=decider, crow=crow.name, model=model_spec,
+            task=f"{crow.name}: {crow.strength}"[:500], task_type=task_type, score=score, factors=factors,
+            alternatives=alternatives, nest_id=nest.nest_id if nest is not None else "", msg_id=msg_id,
         )
+        _emit(d)
+        if nudge and d.band == "low" and nest is not None and msg_id and decider != "owner":
+            better = max(alternatives, key=lambda k: alternatives[k]) if alternatives else ""
+            hint = f" {better} scores {alternatives[better]:.2f}." if better and alternatives[better] > score else ""
+            _nudge(
+                d,
+                f"@{decider}, Jev scored {model_spec} for {crow.name} ({task_type}) at {score:.2f}, below the low band "
+                f"{settings.CROWS_ORCHESTRATION_LOW_SCORE:.2f}, from the flight log.{hint} Reconsider the model, or keep it and say why.",
+            )
     return d
