@@ -208,17 +208,25 @@ def test_reset_to_stranger_appends_a_reset_entry_and_emits_trust_changed(staff, 
     assert again.names() == [] and "Already strangers" in response.content.decode()
 
 
-def test_lift_cooldown_ends_a_strike_and_emits_requester_cooldown_lifted(staff, capture_events):
-    now = timezone.now()
-    strike = Strike.objects.create(key="requester:bob", kind="list", cooldown_s=60, at=now, until=now + timedelta(seconds=60), message="Caw")
+def test_lift_cooldown_ends_a_strike_and_emits_requester_cooldown_lifted(staff, capture_events, settings):
+    from flock.errors import RateLimited
+    from trust.actions import admit_post
+
+    # Earned as a requester earns it: over the rate within the minute.
+    settings.CROWS_LIST_RATE_PER_MIN = 2
+    admit_post("requester:bob", kind="list")
+    admit_post("requester:bob", kind="list")
+    with pytest.raises(RateLimited):
+        admit_post("requester:bob", kind="list")
+    strike = Strike.objects.get(key="requester:bob")
     with capture_events() as events:
         run_action(staff, Strike, "lift_cooldowns", [strike.pk])
     (lifted,) = events.named("requester.cooldown_lifted")
     assert lifted == {**lifted, "key": "requester:bob", "requester": "bob", "strikes": 1, "by": "admin:ada"}
     assert Strike.objects.get(pk=strike.pk).until <= timezone.now()
-    from trust.actions import admit_post
-
-    admit_post("requester:bob", kind="list")  # admitted: no RateLimited
+    # Admitted at once, though the posts that earned the strike are still within the
+    # minute: lifting forgives them too, or the next post would earn a doubled strike.
+    admit_post("requester:bob", kind="list")
 
 
 def test_nest_members_are_added_and_removed_through_the_action(staff, capture_events):

@@ -11,7 +11,7 @@ from flock.errors import BadInput, NotFound
 from flock.events import emit, register_event_names
 from flock.personas import TASK_TYPES
 from trust.actions.locking import lock_event_log
-from trust.models import STRANGER, Strike, TrustEntry, TrustHolder
+from trust.models import STRANGER, Post, Strike, TrustEntry, TrustHolder
 from trust.queries import trust_balance
 
 register_event_names("trust.changed", "requester.cooldown_lifted")
@@ -55,9 +55,11 @@ def reset_trust(holder: str, *, task_type: str, by: str) -> TrustEntry | None:
 def lift_cooldown(key: str, *, by: str) -> int:
     """End the cooldown of a poster (a strike key such as "requester:Bob") now.
 
-    The strikes stay as history; their `until` moves to now, so the next post is
-    admitted (and the next strike still doubles, since it counts the day's strikes).
-    Emits `requester.cooldown_lifted`; returns how many strikes were cut short."""
+    The strikes stay as history; their `until` moves to now, and the posts counted in
+    the rate's rolling minute are forgiven (they earned the strike: still counted, they
+    would earn a doubled one at once), so the next post is admitted. The next strike
+    still doubles, since it counts the day's strikes. Emits `requester.cooldown_lifted`;
+    returns how many strikes were cut short."""
     with transaction.atomic():
         lock_event_log()
         now = timezone.now()
@@ -65,6 +67,7 @@ def lift_cooldown(key: str, *, by: str) -> int:
         if not active:
             raise NotFound(f"{key!r} is not cooling down")
         Strike.objects.filter(id__in=[s.id for s in active]).update(until=now)
+        Post.objects.filter(key=key).delete()
         kind, _, name = key.partition(":")
         emit(
             "requester.cooldown_lifted",
