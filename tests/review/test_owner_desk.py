@@ -193,6 +193,8 @@ def test_overruling_an_auto_answer_demotes_its_holders_as_a_rejection_would(capt
     changed = events.named("trust.changed")
     assert [(c["holder"], c["from"], c["to"]) for c in changed] == [(h, 2, 1) for h in holders]
     assert all(trust_balance(h, item.task_type) == (1, 0) for h in holders)
+    # The overrule, then the demotions it causes (docs/REVIEW.md).
+    assert events.names() == ["verdict.overruled"] + ["trust.changed"] * len(holders)
     state = list_state(todo.list_id)["items"][0]
     assert state["overruled"] is True and state["verdicts"][-1]["reason"] == "It rhymes; haiku do not."
     # Twice is a conflict; an owner-approved answer is not overruled (it was answered then).

@@ -275,12 +275,6 @@ def overrule_verdict(item_id: Any, *, target: Any = Target.OUTPUT, reason: Any =
         verdict.overruled_at = timezone.now()
         verdict.reason = reason
         verdict.save(update_fields=["overruled_at", "reason"])
-        if verdict.task_type:
-            for holder in verdict.holders:
-                record_trust_outcome(
-                    holder, task_type=verdict.task_type, approved=False, list_id=verdict.list_id,
-                    item_id=item_id, nest_id=verdict.nest_id,
-                )
         payload: dict[str, Any] = {
             "item_id": item_id, "target": verdict.target, "holders": list(verdict.holders), "by": by,
         }
@@ -288,7 +282,15 @@ def overrule_verdict(item_id: Any, *, target: Any = Target.OUTPUT, reason: Any =
             payload["reason"] = reason
         if verdict.attempt > 1:
             payload["attempt"] = verdict.attempt
+        # The overrule first, then the demotions it causes (docs/REVIEW.md), as a verdict
+        # comes before the trust.changed it causes.
         emit("verdict.overruled", payload, list_id=verdict.list_id, nest_id=verdict.nest_id)
+        if verdict.task_type:
+            for holder in verdict.holders:
+                record_trust_outcome(
+                    holder, task_type=verdict.task_type, approved=False, list_id=verdict.list_id,
+                    item_id=item_id, nest_id=verdict.nest_id,
+                )
     return verdict
 
 
