@@ -70,6 +70,7 @@ def test_trust_seed_trusts_nobody_by_default_and_validates_holders_and_levels():
     assert "--holder" in refused("trust_seed")
     assert TrustEntry.objects.count() == 0
     assert "unknown holder" in refused("trust_seed", "--holder", "Ghost")
+    assert "not both" in refused("trust_seed", "--holder", "Pepper", "--all")
     assert "invalid choice: 7" in refused("trust_seed", "--all", "--level", "7")
     assert "unknown task types" in refused("trust_seed", "--all", "--task-types", "juggling")
     out = run("trust_seed", "--holder", "Pepper", "--task-types", "code", "--dry-run")

@@ -56,6 +56,9 @@ class Command(CrowsCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         named = [h.strip() for value in options["holder"] for h in value.split(",") if h.strip()]
+        if options["all"] and named:
+            # Either names or everyone: a typo'd command must not trust the whole flock.
+            raise CommandError("give --holder NAME or --all, not both")
         everyone = options["all"] or "all" in named
         living = [c.name for c in flock_queries.living_crows()]
         if everyone:
