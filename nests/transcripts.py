@@ -17,6 +17,10 @@ def _quote(text: str, markdown: bool) -> list[str]:
     return [f"{prefix}{line}".rstrip() for line in (text or "").splitlines() or [""]]
 
 
+def _quote_all(lines: list[str], markdown: bool) -> list[str]:
+    return [quoted for line in lines for quoted in _quote(line, markdown)]
+
+
 def _describe(name: str, p: dict[str, Any], markdown: bool) -> tuple[str, list[str]]:
     """(one line, the lines under it) for one list event."""
     code = (lambda s: f"`{s}`") if markdown else (lambda s: s)
@@ -38,7 +42,17 @@ def _describe(name: str, p: dict[str, Any], markdown: bool) -> tuple[str, list[s
         return f"{item} answered by {', '.join(p.get('crows', []))}{wait}", _quote(p.get("answer", ""), markdown)
     if name == "verdict":
         by = f" (by {p['by']})" if p.get("by") else ""
-        return f"{item} {p.get('target')} verdict: {p.get('verdict')}{by}", []
+        attempt = f", attempt {p['attempt']}" if p.get("attempt") else ""
+        edited = ", with the owner's edit" if p.get("edited") else ""
+        reason = [f"reason: {p['reason']}"] if p.get("reason") else []
+        return f"{item} {p.get('target')} verdict: {p.get('verdict')}{edited}{attempt}{by}", _quote_all(reason, markdown)
+    if name == "verdict.overruled":
+        reason = [f"reason: {p['reason']}"] if p.get("reason") else []
+        attempt = f", attempt {p['attempt']}" if p.get("attempt") else ""
+        return f"{item} answer overruled by {p.get('by', 'owner')}{attempt}", _quote_all(reason, markdown)
+    if name == "item.retried":
+        note = [f"note: {p['note']}"] if p.get("note") else []
+        return f"{item} retried by {p.get('by', 'owner')}: attempt {p.get('attempt')} (was {p.get('previous', '')})", _quote_all(note, markdown)
     if name == "trust.changed":
         return f"trust of {p.get('holder')} for {p.get('task_type')}: {p.get('from')} -> {p.get('to')}", []
     if name == "item.skipped":

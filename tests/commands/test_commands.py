@@ -201,6 +201,26 @@ def test_replay_list_prints_the_lists_history_as_text_and_markdown():
     assert "invalid choice" in refused("replay_list", todo.list_id, "--format", "pdf")
 
 
+def test_replay_list_tells_the_owners_reasons_overrules_and_retries():
+    from flock import worker
+    from nests.actions.lists import retry_item
+    from trust.actions import overrule_verdict
+
+    trust_everyone()
+    todo = run_list("write a haiku about crows")
+    item_id = f"{todo.list_id}-1"
+    overrule_verdict(item_id, reason="It rhymes; haiku do not.")
+    retry_item(item_id, note="Five, seven, five.")
+    worker.run_pending()
+    text = run("replay_list", todo.list_id)
+    assert f"{item_id} answer overruled by owner" in text
+    assert "    reason: It rhymes; haiku do not." in text
+    assert f"{item_id} retried by owner: attempt 2 (was overruled)" in text and "    note: Five, seven, five." in text
+    assert f"{item_id} output verdict: auto, attempt 2" in text  # the retry's own verdict
+    md = run("replay_list", todo.list_id, "--format", "md")
+    assert "  > reason: It rhymes; haiku do not." in md
+
+
 def test_replay_nest_prints_the_conversation():
     from nests.actions import post_message
 
