@@ -33,7 +33,9 @@ class EventAdmin(AppendOnlyAdmin):
     list_display = ("id", "name", "list_key", "nest_key", "created_at")
     list_filter = ("name", "created_at")
     # Search by name, list or nest; the date drill-down and filter cover dates.
-    search_fields = ("name", "=list_key", "=nest_key")
+    # A room's events on the firehose only (nest.created, expectation.*) name it in their
+    # payload, not in nest_key: the search reads both.
+    search_fields = ("name", "=list_key", "=nest_key", "=payload__nest_id")
     date_hierarchy = "created_at"
     ordering = ("-id",)
 

@@ -123,7 +123,7 @@ def test_append_only_tables_are_read_only_and_undeletable(staff, model):
 
 
 def test_the_event_log_is_searchable_by_name_list_nest_and_date(staff):
-    from nests.actions import post_message
+    from nests.actions import create_nest, post_message
 
     todo = run_list("write a haiku about crows")
     post_message("todo", author="owner", text="hello flock")
@@ -135,7 +135,10 @@ def test_the_event_log_is_searchable_by_name_list_nest_and_date(staff):
 
     assert found(q=todo.list_id) and all(list_key == todo.list_id for _, list_key, _ in found(q=todo.list_id))
     assert {name for name, _, _ in found(q="list.started")} == {"list.started"}
-    assert {name for name, _, _ in found(q="todo")} == {"nest.message"}
+    # By nest: its own stream's events, and those that name it only in their payload.
+    assert {name for name, _, _ in found(q="todo")} == {"nest.message", "list.started"}
+    create_nest("Launch copy", crows=["Pepper", "Inky"])
+    assert {name for name, _, _ in found(q="launch-copy")} == {"nest.created"}
     assert {name for name, _, _ in found(name="nest.message")} == {"nest.message"}
     today = timezone.now()
     assert ("list.started", todo.list_id, "") in found(created_at__year=today.year, created_at__month=today.month, created_at__day=today.day)
