@@ -88,6 +88,20 @@ def test_quill_answers_whats_happening_from_the_nest_itself(busy_launch):
     assert text.rstrip().endswith("Still open: launch-4, launch-6.")
 
 
+def test_whats_happening_is_quills_even_when_jev_hears_a_request(busy_launch, monkeypatch):
+    # Jev sure it is a request, and a crow that fits it well: still Quill's to answer.
+    monkeypatch.setattr("flock.jev.fit_score", lambda task, profile: 0.9)
+    question = post_message("launch", author="owner", text="What's happening?", kind="request")
+    assert question.kind == "request"
+    assert [(i.crow, i.reason) for i in Invocation.objects.filter(trigger=question)] == [("Quill", "quill_default")]
+    run_crows()
+    reply = last("launch", "Quill")
+    assert reply.refers_to == question.msg_id and reply.to == "owner" and "Still open:" in reply.text
+    assert ChatRequest.objects.get(message=question).state == "delivered"
+    # Nobody took the question for work.
+    assert not NestMessage.objects.filter(nest__nest_id="launch", refers_to=question.msg_id).exclude(author="Quill").exists()
+
+
 def test_quill_in_its_direct_chat_summarises_the_nest_named(busy_launch):
     create_nest("Ops", crows=["Pepper"])
     post_message("dm-quill", author="owner", text="What's going on in launch?")

@@ -60,6 +60,12 @@ class Decision:
     candidates: dict[str, float] = field(default_factory=dict)
 
 
+def _asks_for_status(text: str) -> bool:
+    from nests.actions.chat.quill import is_status_question  # quill builds on this module
+
+    return is_status_question(text)
+
+
 def is_question(text: str) -> bool:
     return "?" in text or bool(_QUESTION_START.match(text))
 
@@ -232,6 +238,12 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
             if not _active(addressed):
                 return None
             return Decision(addressed, "addressed", "claim" if kind == "request" else "say")
+        if author == OWNER and _asks_for_status(message.text):
+            # "What's happening?" is Quill's to answer from the rooms, whatever Jev tagged
+            # it: routed as a request, a crow would take the question for work.
+            quill = queries.quill()
+            if quill is not None:
+                return Decision(quill.name, "quill_default", "say")
         if kind == "request" and request is not None:
             choice, scores = best_fit(
                 nest, message, message.text, request.task_type,
