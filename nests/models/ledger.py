@@ -78,6 +78,10 @@ class Expectation(models.Model):
         MISSED = "missed"
         ESCALATED = "escalated"
 
+    # Still owed: `open` until it falls due, `missed` once the harness nudges for it. Both
+    # end `met` (delivered, even late) or `escalated` (to the owner).
+    LIVE = (Status.OPEN, Status.MISSED)
+
     expectation_id = models.CharField(max_length=24, unique=True)
     nest = models.ForeignKey(Nest, on_delete=models.CASCADE, related_name="expectations")
     message = models.ForeignKey(NestMessage, on_delete=models.CASCADE, related_name="expectations")

@@ -68,8 +68,10 @@ export class ExpectationsPanel {
   }
 
   draw() {
-    const open = this.items.filter((e) => e.status === "open");
-    const closed = this.items.filter((e) => e.status !== "open").slice(-5).reverse();
+    // Still owed: open, or missed (overdue, and being nudged for).
+    const owed = (e) => e.status === "open" || e.status === "missed";
+    const open = this.items.filter(owed);
+    const closed = this.items.filter((e) => !owed(e)).slice(-5).reverse();
     const row = (e) => h("li", {
       class: `expectation status-${e.status}${e.nudges ? " nudged" : ""}`,
       dataset: { expectation: e.expectation_id },
@@ -82,7 +84,7 @@ export class ExpectationsPanel {
     h("p", { class: "exp-what" }, e.expected),
     h("p", { class: "exp-meta muted" },
       refLink(e.msg_id), " · ",
-      e.status === "open"
+      owed(e)
         ? h("time", { datetime: e.due_at, class: Date.parse(e.due_at) < Date.now() ? "overdue" : "" }, `${dueWords(e.due_at)} (${fmtTime(e.due_at)})`)
         : h("span", { class: `outcome outcome-${e.status}` }, e.status),
       e.due_from === "text" ? h("span", { title: "the promise named its own time" }, " · its own time") : null));

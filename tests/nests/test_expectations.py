@@ -143,7 +143,11 @@ def test_a_restart_between_nudges_keeps_the_count_and_the_timer(launch, script, 
     settings.CROWS_EXPECTATION_DUE_S = 3600
     run_crows()
     exp = Expectation.objects.get(check_name="single_owner")
-    assert exp.nudges == 1 and exp.status == "open"
+    # Nudged for: `missed`, and still owed.
+    assert exp.nudges == 1 and exp.status == "missed"
+    from nests.queries_ledger import expectations_in
+
+    assert [e["expectation_id"] for e in expectations_in(launch, status="missed")] == [exp.expectation_id]
     due = exp.due_at
     assert due > timezone.now() + timedelta(minutes=50)
     # The restart: the queue loses nothing that is stored, and start-up re-schedules

@@ -373,7 +373,7 @@ def _close_turn(debate: Debate, crow: str, by: NestMessage, *, status: str = Exp
     from nests.actions.chat.expectations import close_expectation
 
     for exp in Expectation.objects.select_for_update().filter(
-        debate=debate, crow=crow, status=Expectation.Status.OPEN, check_name=Expectation.Check.TURN_ORDER
+        debate=debate, crow=crow, status__in=Expectation.LIVE, check_name=Expectation.Check.TURN_ORDER
     ):
         close_expectation(exp, status=status, by_msg_id=by.msg_id, reason=f"{crow} spoke in turn")
 
@@ -453,7 +453,7 @@ def _finish(debate: Debate, verdict: NestMessage) -> None:
     debate.status = Debate.Status.FINISHED
     debate.finished_at = timezone.now()
     debate.save()
-    for exp in Expectation.objects.select_for_update().filter(debate=debate, status=Expectation.Status.OPEN):
+    for exp in Expectation.objects.select_for_update().filter(debate=debate, status__in=Expectation.LIVE):
         close_expectation(exp, status=Expectation.Status.MET, by_msg_id=verdict.msg_id, reason=f"{debate.debate_id} finished")
     emit(
         "debate.finished",
@@ -478,7 +478,7 @@ def _out_of_turn(debate: Debate, message: NestMessage) -> None:
 
     exp = (
         Expectation.objects.select_for_update()
-        .filter(debate=debate, crow=message.author, check_name=Expectation.Check.TURN_ORDER, status=Expectation.Status.OPEN)
+        .filter(debate=debate, crow=message.author, check_name=Expectation.Check.TURN_ORDER, status__in=Expectation.LIVE)
         .exclude(message__msg_id=debate.cue_msg_id)
         .first()
     )

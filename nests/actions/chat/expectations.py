@@ -206,7 +206,7 @@ def _open_for_crow(crow: str, request: ChatRequest | None) -> Expectation | None
         return None
     return (
         Expectation.objects.select_for_update()
-        .filter(crow=crow, request=request, status=Expectation.Status.OPEN)
+        .filter(crow=crow, request=request, status__in=Expectation.LIVE)
         .exclude(check_name__in=(Expectation.Check.ROUNDS_COMPLETED, Expectation.Check.TURN_ORDER))
         .order_by("-id")
         .first()
@@ -331,7 +331,7 @@ def score_room(message: NestMessage, *, request: ChatRequest | None) -> list[Exp
     """Score the room's open expectations against a new message; close the met ones."""
     met = []
     now = timezone.now()
-    for exp in Expectation.objects.select_for_update().filter(nest=message.nest, status=Expectation.Status.OPEN):
+    for exp in Expectation.objects.select_for_update().filter(nest=message.nest, status__in=Expectation.LIVE):
         why = _progress(exp, message, request)
         if why:
             met.append(close_expectation(exp, status=Expectation.Status.MET, by_msg_id=message.msg_id, reason=why))
@@ -384,7 +384,7 @@ def send_summary(nest: Nest, exps: list[Expectation], *, why: str) -> NestMessag
     from nests.actions.messages import post_message
 
     ids = {e.pk for e in exps}
-    others = list(Expectation.objects.filter(nest=nest, status=Expectation.Status.OPEN).exclude(pk__in=ids))
+    others = list(Expectation.objects.filter(nest=nest, status__in=Expectation.LIVE).exclude(pk__in=ids))
     lines = [f"{SUMMARY_PREFIX} for @owner: {why}. Open expectations in {nest.name}:"]
     lines += [_summary_line(e) for e in exps + others]
     text = "\n".join(lines)
@@ -411,9 +411,10 @@ def send_nudge(exp: Expectation) -> NestMessage:
     )
     exp.nudges = n
     exp.nudge_msg_ids = [*(exp.nudge_msg_ids or []), nudge.msg_id]
+    exp.status = Expectation.Status.MISSED  # still owed: a deliver meets it, late
     exp.scored, exp.confidence = "missed", 1.0
     exp.due_at = timezone.now() + _due_s()
-    exp.save(update_fields=["nudges", "nudge_msg_ids", "scored", "confidence", "due_at"])
+    exp.save(update_fields=["nudges", "nudge_msg_ids", "status", "scored", "confidence", "due_at"])
     _schedule(exp)
     return nudge
 
@@ -429,7 +430,7 @@ def check_expectation(expectation_pk: int, due_iso: str = "") -> str:
             .filter(pk=expectation_pk)
             .first()
         )
-        if exp is None or exp.status != Expectation.Status.OPEN:
+        if exp is None or exp.status not in Expectation.LIVE:
             return "closed"
         if due_iso and exp.due_at.isoformat() != due_iso:
             return "stale"
@@ -472,7 +473,7 @@ def check_expectation(expectation_pk: int, due_iso: str = "") -> str:
         if not budgets.can_spend(budget):
             due = list(
                 Expectation.objects.select_for_update()
-                .filter(nest=exp.nest, status=Expectation.Status.OPEN, due_at__lte=now)
+                .filter(nest=exp.nest, status__in=Expectation.LIVE, due_at__lte=now)
                 .exclude(pk=exp.pk)
             )
             send_summary(exp.nest, [exp, *due], why="the room's exchange budget is spent, so no more nudges")
@@ -494,7 +495,7 @@ def restart_timers(inv: Invocation) -> None:
         lock_event_log()
         now = timezone.now()
         for exp in Expectation.objects.select_for_update().filter(
-            nest_id=inv.nest_id, crow=inv.crow, status=Expectation.Status.OPEN
+            nest_id=inv.nest_id, crow=inv.crow, status__in=Expectation.LIVE
         ):
             if (exp.nudge_msg_ids or [])[-1:] == [inv.trigger.msg_id]:
                 exp.due_at = now + _due_s()
@@ -509,7 +510,7 @@ def reschedule_expectation_checks() -> int:
     is harmless: the check is idempotent and stale ones do nothing)."""
     count = 0
     with transaction.atomic():
-        for exp in Expectation.objects.filter(status=Expectation.Status.OPEN):
+        for exp in Expectation.objects.filter(status__in=Expectation.LIVE):
             _schedule(exp)
             count += 1
     return count
@@ -521,7 +522,7 @@ def nudged_expectation(message: NestMessage) -> Expectation | None:
         return None
     return (
         Expectation.objects.filter(
-            nest=message.nest, message__msg_id=message.refers_to, crow=message.to, status=Expectation.Status.OPEN
+            nest=message.nest, message__msg_id=message.refers_to, crow=message.to, status__in=Expectation.LIVE
         )
         .select_related("request", "request__message")
         .order_by("-id")
