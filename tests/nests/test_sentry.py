@@ -213,6 +213,28 @@ def test_the_sentry_flags_a_crow_once_per_request(launch, script):
     assert Decision.objects.count() == 1
 
 
+def test_a_reply_breach_when_nudged_for_the_same_request_is_flagged_once(launch, script):
+    from django.utils import timezone
+
+    from nests.actions.chat.expectations import check_expectation
+    from nests.models import Expectation
+
+    script([{"crow": "Hugin", "reply": "[RESULT nope-999] done, as asked"}])
+    post_message("launch", author="owner", text="@Hugin compile the report please", kind="request")
+    run_crows()
+    decision = Decision.objects.get()
+    answer_decision(decision, answer="yes, reinstate Hugin")
+    # The ledger nudges Hugin for the same request; it fabricates again.
+    exp = Expectation.objects.get(crow="Hugin", status__in=Expectation.LIVE)
+    Expectation.objects.filter(pk=exp.pk).update(due_at=timezone.now())
+    assert check_expectation(exp.pk).startswith("nudged 1/")
+    run_crows()
+    breaches = Breach.objects.filter(crow="Hugin", kind=Breach.Kind.FABRICATED_SOURCE)
+    assert breaches.count() == 2 and set(breaches.values_list("subject", flat=True)) == {"launch-1"}
+    assert NestMessage.objects.filter(kind="flag").count() == 1
+    assert Decision.objects.count() == 1
+
+
 def test_the_sentry_never_reads_the_owners_messages(launch):
     post_message("launch", author="owner", text="[NUDGE launch-1] as @Nobody said in launch-99")
     assert not Breach.objects.exists()

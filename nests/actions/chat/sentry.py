@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.conf import settings
 from django.db import transaction
@@ -117,7 +117,18 @@ def _cited_crow_missing(text: str) -> str:
 
 
 def check_reply(inv: Invocation, crow: Crow, raw: str, *, tokens_out: int) -> Finding | None:
-    """A breach in a brain's reply text, before it is posted, or None."""
+    """A breach in a brain's reply text, before it is posted, or None. Its subject is the
+    message the crow was answering (the request, when there is one): a crow that breaks
+    the contract again on the same work, say when nudged for it, is flagged once."""
+    finding = _reply_breach(inv, crow, raw, tokens_out=tokens_out)
+    if finding is None:
+        return None
+    from nests.actions.chat.crows import answered
+
+    return replace(finding, subject=answered(inv)[0].msg_id)
+
+
+def _reply_breach(inv: Invocation, crow: Crow, raw: str, *, tokens_out: int) -> Finding | None:
     nest = inv.nest
     first_line = raw.split("\n", 1)[0]
     forbidden = FORBIDDEN_HEADER_RE.match(first_line)
