@@ -153,7 +153,7 @@ def open_expectation(
     due_from: str = "default",
     jev: dict[str, Any] | None = None,
 ) -> Expectation:
-    """Record an expectation, emit `expectation.opened` on the room's stream and schedule
+    """Record an expectation, emit `expectation.opened` (on the firehose, naming the room) and schedule
     its check at `due_at` (default: now + CROWS_EXPECTATION_DUE_S). Call inside a transaction."""
     now = timezone.now()
     exp = Expectation.objects.create(
