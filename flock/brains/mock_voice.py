@@ -92,12 +92,14 @@ _CLOSERS: dict[str, tuple[str, ...]] = {
     ),
 }
 
-# Claim lines: {req} is the requester, {gist} the request in a few words.
+# Claim lines: {req} is the requester, {gist} the request in a few words. None asks a
+# question: Jev reads a question as a request, and wins over the CLAIM header when sure,
+# so the claim would be lost and the request left open.
 _CLAIMS: dict[str, tuple[str, ...]] = {
     "terse": ("Mine, @{req}. {Gist}. Back shortly.", "@{req}: taking it. {Gist}."),
     "brisk": ("On it, @{req} — {gist}. Back with it shortly.", "Right then, @{req}: {gist} is mine."),
     "formal": ("@{req}, I will take this: {gist}. A full answer follows.", "Claimed, @{req}: {gist}."),
-    "curious": ("On it, @{req} — {gist}. How deep does this go?", "Mine, @{req}! {Gist} — let's find out."),
+    "curious": ("On it, @{req} — {gist}. Digging in now.", "Mine, @{req}! {Gist} — let's find out."),
     "zippy": ("Mine! On it, @{req} — {gist}.", "Ooh, @{req}, grabbing this: {gist}!"),
     "warm": ("Happy to take this, @{req}: {gist}.", "Got it, @{req} — {gist}, coming up."),
     "grand": (

@@ -639,3 +639,11 @@ def test_mock_triage_splits_a_colon_list_of_nouns_under_one_job():
     assert (mode, task_type) == ("split", "planning")
     assert subtasks == ["plan the offsite: venue", "plan the offsite: agenda", "plan the offsite: budget"]
     assert triage("buy milk, eggs and bread")[0] == "solo"
+
+
+def test_the_mock_brains_claim_lines_ask_no_question():
+    # Jev reads a question as a request and wins over the CLAIM header when sure: a
+    # claim line with a question would lose the claim and leave the request open.
+    from flock.brains.mock_voice import _CLAIMS
+
+    assert [line for lines in _CLAIMS.values() for line in lines if "?" in line] == []
