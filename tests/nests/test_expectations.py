@@ -210,6 +210,16 @@ def test_a_promise_takes_its_own_time():
     assert due_from_text("no time here", now) is None
 
 
+def test_a_promise_tagged_as_a_claim_of_nothing_is_still_a_promise(launch, settings):
+    settings.CROWS_EXCHANGES_PER_TURN = 0  # nobody answers: only the ledger is under test
+    before = timezone.now()
+    promise = post_message("launch", author="Munin", text="I'll have it in five minutes.", kind="claim")
+    assert (promise.kind, promise.refers_to) == ("claim", "")
+    exp = Expectation.objects.get(message=promise)
+    assert (exp.crow, exp.check_name, exp.status, exp.due_from) == ("Munin", "promise_kept", "open", "text")
+    assert before + timedelta(minutes=5) <= exp.due_at <= timezone.now() + timedelta(minutes=5)
+
+
 def test_the_expectations_endpoint(launch, script, settings, client):
     settings.CROWS_EXPECTATION_DUE_S = 0
     settings.CROWS_EXCHANGES_PER_TURN = 2

@@ -246,7 +246,9 @@ def _open_from(
             expected=f"{invocation.crow} was asked {message.msg_id} (“{_gist(message.text)}”) by "
             f"{request.requester}: claim it, deliver it, or decline with a reason",
         )
-    if message.author in (OWNER, HARNESS, SENTRY) or message.kind not in ("say", "request"):
+    # A promise may come tagged as a claim of nothing in particular ("I'll have it in
+    # five minutes" with no request named): it is still a promise.
+    if message.author in (OWNER, HARNESS, SENTRY) or message.kind not in ("say", "request", "claim"):
         return None
     promised = bool(PROMISE_RE.search(message.text)) and due is not None
     if not promised and not _jev_says(answer, Expectation.Check.PROMISE_KEPT, sure=True):
