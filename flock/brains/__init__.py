@@ -22,13 +22,14 @@ from flock.brains.header import (
     strip_header,
 )
 from flock.brains.mock import MockBrain
-from flock.brains.prompts import estimate_tokens, prompt_text, system_prompt
+from flock.brains.prompts import estimate_tokens, prompt_text, prompt_tokens, system_prompt
 from flock.brains.providers import AnthropicBrain, OpenAIBrain, warm_up
 from flock.brains.script import ScriptBrain, ScriptError, load_rules
 from flock.brains.types import Brain, BrainReply, BrainRequest, Persona
 
 __all__ = [
     "prompt_text",
+    "prompt_tokens",
     "Brain",
     "BrainReply",
     "BrainRequest",

@@ -23,11 +23,10 @@ from flock.brains.header import MSG_ID_RE, format_header, parse_header, strip_he
 from flock.brains.mock_debate import debate_turn, recall
 from flock.brains.mock_voice import Voice
 from flock.brains.prompts import (
-    conversation,
     describe_event,
     describe_part,
     estimate_tokens,
-    system_prompt,
+    prompt_tokens,
 )
 from flock.brains.types import BrainReply, BrainRequest
 
@@ -94,9 +93,7 @@ class MockBrain:
     def _think(self, request: BrainRequest, started: float) -> BrainReply:
         cfg = mock_config()
         digest = request_digest(request)
-        tokens_in = estimate_tokens(system_prompt(request)) + sum(
-            estimate_tokens(t["content"]) for t in conversation(request)
-        )
+        tokens_in = prompt_tokens(request)
         if cfg.latency_ms > 0:
             time.sleep(cfg.latency_ms / 1000.0)
         if request.max_tokens <= 0:

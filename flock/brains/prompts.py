@@ -270,3 +270,9 @@ def prompt_text(request: BrainRequest) -> str:
     each turn headed by its role."""
     turns = "\n\n".join(f"[{turn['role']}]\n{turn['content']}" for turn in conversation(request))
     return f"[system]\n{system_prompt(request)}\n\n{turns}".strip()
+
+
+def prompt_tokens(request: BrainRequest) -> int:
+    """The estimated tokens of what a request sends (system prompt and conversation):
+    what the mock counts as its tokens in, and what a budget must hold before a call."""
+    return estimate_tokens(system_prompt(request)) + sum(estimate_tokens(t["content"]) for t in conversation(request))

@@ -128,28 +128,43 @@ def test_crows_are_not_invoked_when_spent_until_the_owner_tops_up(launch, settin
     assert any("topped up" in n for n in harness_notes()), harness_notes()
 
 
-def test_the_token_budget_is_per_day_and_stops_crows_when_spent(launch, settings, script_brains):
-    settings.CROWS_NEST_TOKEN_BUDGET = 50
+def test_the_token_budget_is_per_day_and_stops_crows_when_spent(launch, settings, script_brains, monkeypatch):
+    settings.CROWS_NEST_TOKEN_BUDGET = 150
+    monkeypatch.setattr("nests.actions.chat.crows.prompt_tokens", lambda request: 10)
     brain = script_brains(
         lambda r: f"[CLAIM {r.context['msg_id']}] mine" if r.context["expect"] == "claim" else "done", tokens=23
     )
     post_message("launch", author="owner", text="@Hugin please summarise the launch notes", kind="request")
     run_crows()
-    # The claim cost 46 of 50 tokens; the deliver still ran on the 4 left, capped to them.
+    # Each reply is capped to what the day has left after its 10-token prompt.
+    assert [r.max_tokens for r in brain.requests] == [140, 94]
     assert read_budget(launch).tokens_used == 92
-    assert [r.max_tokens for r in brain.requests] == [50, 4]
+    # 58 left: too few for a prompt and the shortest reply worth a call, so Munin is not
+    # called at all, and the day's budget is never overrun.
     post_message("launch", author="owner", text="@Munin what do you think?")
-    assert Invocation.objects.get(crow="Munin").error == "budget spent"
-    notes = harness_notes()
-    assert any(n.startswith("Wind-down: 4 of 50 tokens") for n in notes)
-    assert [n for n in notes if n.startswith("Budget spent")] == [
-        "Budget spent: all 50 tokens for today are used in this room. Crows rest until tomorrow "
-        "or until the owner tops up the budget."
+    run_crows()
+    assert Invocation.objects.get(crow="Munin").error == "token budget spent"
+    assert len(brain.requests) == 2 and read_budget(launch).tokens_used == 92
+    assert [n for n in harness_notes() if n.startswith("Budget spent")] == [
+        "Budget spent: 58 of 150 tokens are left today in this room, too few for a crow's call. "
+        "Crows rest until tomorrow or until the owner tops up the budget."
     ]
     top_up_budget(launch, tokens=100)
     run_crows()
     assert Invocation.objects.get(crow="Munin").status == "done"
     assert read_budget(launch).tokens_used == 138
+
+
+def test_a_day_of_tokens_is_never_overrun_by_a_prompt(launch, settings):
+    # The mock brain counts its prompt as tokens in, as a provider bills it: a call whose
+    # prompt does not fit what is left is not made.
+    settings.CROWS_NEST_TOKEN_BUDGET = 1500
+    for text in ("@Hugin please summarise the launch notes", "@Munin tally last week's seed costs",
+                 "@Hugin and the week before?", "@Munin compare the two"):
+        post_message("launch", author="owner", text=text, kind="request")
+        run_crows()
+    budget = read_budget(launch)
+    assert 0 < budget.tokens_used <= 1500
 
 
 def test_the_api_shows_the_budget_left(client, launch):

@@ -132,20 +132,24 @@ def announce_wind_down(nest: Nest, budget: NestBudget) -> None:
         )
 
 
-def announce_spent(nest: Nest, budget: NestBudget) -> None:
+def announce_spent(nest: Nest, budget: NestBudget, *, tokens: bool = False) -> None:
     """Say once that crows are resting because a budget is spent; call with it locked.
+    `tokens`: a crow's call was refused for the day's tokens, though a few may be left
+    (too few for its prompt and a reply).
 
     A turn that granted nothing (CROWS_EXCHANGES_PER_TURN=0: crows switched off) says
     nothing, so a room used only by people is not filled with notices."""
-    if tokens_left(budget) <= 0 and tokens_allowed(budget) > 0:
+    left = tokens_left(budget)
+    if (left <= 0 or tokens) and tokens_allowed(budget) > 0:
         if budget.tokens_spent_announced != budget.day:
             budget.tokens_spent_announced = budget.day
             budget.save(update_fields=["tokens_spent_announced"])
-            _announce(
-                nest,
-                f"Budget spent: all {tokens_allowed(budget):,} tokens for today are used in this "
-                "room. Crows rest until tomorrow or until the owner tops up the budget.",
+            spent = (
+                f"all {tokens_allowed(budget):,} tokens for today are used in this room"
+                if left <= 0
+                else f"{left:,} of {tokens_allowed(budget):,} tokens are left today in this room, too few for a crow's call"
             )
+            _announce(nest, f"Budget spent: {spent}. Crows rest until tomorrow or until the owner tops up the budget.")
         return
     if budget.exchanges_granted > 0 and budget.spent_announced_turn != budget.turn:
         budget.spent_announced_turn = budget.turn

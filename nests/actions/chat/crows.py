@@ -10,12 +10,13 @@ cannot be trusted to know who claimed what, or to have hatched a crow.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from django.db import transaction
 from django.utils import timezone
 
 from flock.actions import record_flight
-from flock.brains import BrainRequest, get_brain
+from flock.brains import BrainRequest, get_brain, prompt_tokens
 from flock.brains.header import format_header, parse_header, strip_header
 from flock.errors import CrowsError
 from flock.events import lock_event_log
@@ -33,6 +34,8 @@ from nests.queries_memory import memory_lines, remember
 log = logging.getLogger("crows.chat")
 
 CHAT_MAX_TOKENS = 700
+# The shortest reply worth a call: with less left for it, the room's tokens are spent.
+MIN_REPLY_TOKENS = 64
 HISTORY = 20
 TEXT_MAX = 2000
 # Words for a reply that was only a header ("[CLAIM launch-1]" and nothing else).
@@ -200,10 +203,17 @@ def _brain_reply(inv: Invocation, crow: Crow) -> tuple[str, int, str, int]:
         persona=persona_of(crow),
         task="chat",
         messages=_history(inv, crow),
-        max_tokens=max(1, min(CHAT_MAX_TOKENS, left)),
+        max_tokens=CHAT_MAX_TOKENS,
         context=context,
         system="\n\n".join(p for p in (_system(inv, crow, request, note), memory_lines(memories)) if p),
     )
+    # The prompt is charged too: the call is made only if the prompt and a short reply
+    # fit in what the room has left today, and the reply is capped to the rest, so the
+    # day's tokens are not overrun (by more than the estimate's error, for a real model).
+    prompt = prompt_tokens(brain_request)
+    if prompt + MIN_REPLY_TOKENS > left:
+        return "", 0, budgets.TOKENS_SPENT, 0
+    brain_request = replace(brain_request, max_tokens=min(CHAT_MAX_TOKENS, left - prompt))
     reply = get_brain(crow.brain_spec).think(brain_request)
     tokens = int(reply.tokens_in) + int(reply.tokens_out)
     record_flight(
@@ -284,7 +294,7 @@ def invoke_crow(invocation_id: int) -> Invocation | None:
             if error == budgets.TOKENS_SPENT:
                 with transaction.atomic():
                     lock_event_log()
-                    budgets.announce_spent(inv.nest, budgets.locked_budget(inv.nest))
+                    budgets.announce_spent(inv.nest, budgets.locked_budget(inv.nest), tokens=True)
                 return _finish(inv, Invocation.Status.SKIPPED, tokens=tokens, error=error)
             ref, _ = answered(inv)
             say_for(inv, f"{crow.name} could not answer {ref.msg_id}: {error}")

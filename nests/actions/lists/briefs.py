@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flock.brains import BrainRequest, estimate_tokens, system_prompt
-from flock.brains.prompts import conversation
+from flock.brains import BrainRequest, prompt_tokens
 from flock.models import Crow
 from flock.queries import persona_of
 
@@ -37,7 +36,4 @@ def brief(crow: Crow, *, task: str, context: dict[str, Any], system: str = "") -
 
 
 def estimate(request: BrainRequest) -> int:
-    prompt = estimate_tokens(system_prompt(request)) + sum(
-        estimate_tokens(turn["content"]) for turn in conversation(request)
-    )
-    return prompt + request.max_tokens
+    return prompt_tokens(request) + request.max_tokens
