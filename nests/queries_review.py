@@ -7,11 +7,12 @@ item's text, the Sentry's plan or the answer rendered, the crows, the deadline.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from flock.events import rfc3339
 from flock.models import Flight
-from nests.models import Item, NestMessage
+from nests.models import Invocation, Item, NestMessage
 from nests.render import render_markdown
 from trust import queries as trust_queries
 from trust.models import Approval
@@ -33,6 +34,59 @@ def mock_answered(item_ids: list[str]) -> set[str]:
         .values_list("msg_id", flat=True)
     )
     return by_item | by_msg
+
+
+def mock_written(messages: list[NestMessage]) -> set[str]:
+    """Crow messages of a nest (claims, deliveries, talk) whose text the offline mock brain wrote.
+
+    A chat flight is logged under the message the crow answers, not under the reply it
+    posts, so the reply is found through its invocation: the invocation's crow made a
+    chat flight in that room, about the invocation's trigger or what the reply refers to,
+    between the invocation's start and the reply. The newest such flight is the one whose
+    text was posted; it says the provider. A message posted over the API, or built from
+    the database (Quill's and Boss's answers), has no such flight and is no mock's."""
+    by_id = {m.pk: m for m in messages}
+    if not by_id:
+        return set()
+    posted = [
+        (inv, by_id[inv.reply_id])
+        for inv in Invocation.objects.filter(reply_id__in=list(by_id)).select_related("trigger__nest")
+        if inv.reply_id is not None
+    ]
+    if not posted:
+        return set()
+    wanted = {inv.pk: {inv.trigger.msg_id, inv.trigger.refers_to, reply.refers_to} - {""} for inv, reply in posted}
+    flights: dict[tuple[str, str, str], list[tuple[datetime, str]]] = {}
+    rows = Flight.objects.filter(
+        task="chat",
+        crow__in={inv.crow for inv, _ in posted},
+        msg_id__in={msg_id for ids in wanted.values() for msg_id in ids},
+        created_at__gte=min(inv.created_at for inv, _ in posted),
+    ).values_list("crow", "nest_id", "msg_id", "created_at", "provider")
+    for crow, nest_id, msg_id, at, provider in rows:
+        flights.setdefault((crow, nest_id, msg_id), []).append((at, provider))
+    out: set[str] = set()
+    for inv, reply in posted:
+        room = inv.trigger.nest.nest_id
+        during = [
+            (at, provider) for msg_id in wanted[inv.pk] for at, provider in flights.get((inv.crow, room, msg_id), [])
+            if inv.created_at <= at <= reply.created_at
+        ]
+        if during and max(during)[1] == "mock":
+            out.add(reply.msg_id)
+    return out
+
+
+# How many of a room's latest messages its page is told the mock wrote, like the Jev tags
+# it starts with (nests/views.py): an older message replays without the badge.
+MOCK_MESSAGES = 500
+
+
+def mock_written_in(nest_id: str, *, limit: int = MOCK_MESSAGES) -> dict[str, Any]:
+    """The nest page's starting answer: which of the room's latest messages the mock wrote,
+    and the newest message number it looked at (the page asks about later ones itself)."""
+    latest = list(NestMessage.objects.filter(nest__nest_id=nest_id).order_by("-n")[:limit])
+    return {"msg_ids": sorted(mock_written(latest)), "through": latest[0].n if latest else 0}
 
 
 def _approval_card(a: Approval, items: dict[str, Item], messages: dict[str, NestMessage], mock: set[str]) -> dict:
@@ -94,7 +148,9 @@ def review_cards(*, list_id: str = "", nest_id: str = "") -> list[dict[str, Any]
     messages = {m.msg_id: m for m in NestMessage.objects.filter(msg_id__in=delivery_ids)}
     refers = [m.refers_to for m in messages.values() if m.refers_to]
     messages.update({m.msg_id: m for m in NestMessage.objects.filter(msg_id__in=refers)})
-    mock = mock_answered(ids)
+    # A list item's answer is flown under its item id; a chat delivery under the request
+    # it answers, so the delivery is looked up through the invocation that posted it.
+    mock = mock_answered(ids) | mock_written([m for m in messages.values() if m.msg_id in delivery_ids])
     cards = [_approval_card(a, items, messages, mock) for a in approvals]
     if nest_id:
         cards = [c for c in cards if c["nest_id"] == nest_id]

@@ -24,7 +24,7 @@ from flock.brains.probe import is_mock
 from flock.events import rfc3339
 from flock.models import Event, Flight, JevTag
 from flock.vocab import page_vocab
-from nests import queries, queries_lists
+from nests import queries, queries_lists, queries_review
 from trust import queries as trust_queries
 
 # How many recent lists the flock page shows on load, besides every list still open.
@@ -96,7 +96,9 @@ def nest(request: HttpRequest, nest_id: str) -> HttpResponse:
     if not queries.nest_exists(nest_id):
         raise Http404(f"no such nest: {nest_id}")
     return _page(
-        request, "nests/nest.html", "nests", ui={"nest_id": nest_id, "kind_probs": _kind_probs(nest_id)}, nest_id=nest_id
+        request, "nests/nest.html", "nests", nest_id=nest_id,
+        # Which crow messages the offline mock brain wrote: the page badges them (docs/REVIEW.md).
+        ui={"nest_id": nest_id, "kind_probs": _kind_probs(nest_id), "mock": queries_review.mock_written_in(nest_id)},
     )
 
 

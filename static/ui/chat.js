@@ -4,6 +4,7 @@
 import { h, fmtTime } from "./dom.js";
 import { crowAvatar, accentOf } from "./crow_art.js";
 import { OWNER, HARNESS, KINDS } from "./vocab.js";
+import { copyButton, mockBadge } from "./answers.js";
 
 // A kind's badge is its own name; the kinds come from the server's one list.
 export const KIND_WORDS = Object.fromEntries(KINDS.map((k) => [k, k]));
@@ -42,8 +43,29 @@ function textWithMentions(text, members) {
   });
 }
 
-function refLink(msgId, label) {
-  return h("a", { class: "ref", href: `#msg-${msgId}`, "data-ref": msgId, title: `Jump to ${msgId}` }, label ?? `re ${msgId}`);
+// A reply says what it answers in words ("re your request"); the message id is a detail,
+// shown on hover or keyboard focus like the bubble's own id (docs/REVIEW.md).
+const KIND_NOUNS = { say: "message", deliver: "delivery", refer: "referral" };
+
+function refWords(msgId) {
+  const target = document.getElementById(`msg-${msgId}`);
+  if (!target) return "re an earlier message";
+  const author = target.dataset.author;
+  const whose = author === OWNER ? "your" : `${author}'s`;
+  return `re ${whose} ${KIND_NOUNS[target.dataset.kind] || target.dataset.kind}`;
+}
+
+function refLink(msgId) {
+  return h("a", { class: "ref", href: `#msg-${msgId}`, "data-ref": msgId, title: `Jump to ${msgId}` },
+    h("span", { "aria-hidden": "true" }, "↩ "), h("span", { class: "ref-words" }, refWords(msgId)), " ",
+    h("span", { class: "ref-id" }, msgId));
+}
+
+/** Badge a crow message the offline mock brain wrote, as list answers are badged. */
+export function markMock(el) {
+  if (el.querySelector(":scope > .msg-body > .mock-badge")) return;
+  el.classList.add("by-mock");
+  el.querySelector(".msg-text").before(mockBadge());
 }
 
 export function messageEl(msg, { members = [], onReply } = {}) {
@@ -54,7 +76,7 @@ export function messageEl(msg, { members = [], onReply } = {}) {
     ? h("span", { class: "author" }, who)
     : h("a", { class: "author", href: `/crows/${encodeURIComponent(msg.author)}` }, who);
   const li = h("li", {
-    class: `msg kind-${msg.kind}${mine ? " mine" : ""}${compact ? " compact" : ""}`,
+    class: `msg kind-${msg.kind}${mine ? " mine" : ""}${compact ? " compact" : ""}${msg.mock ? " by-mock" : ""}`,
     id: `msg-${msg.msg_id}`,
     dataset: { msgId: msg.msg_id, kind: msg.kind, author: msg.author },
     style: { "--accent": accentOf(msg.author) },
@@ -69,8 +91,12 @@ export function messageEl(msg, { members = [], onReply } = {}) {
       msg.refers_to ? refLink(msg.refers_to) : null,
       h("span", { class: "msg-id muted" }, msg.msg_id),
       msg.ts ? h("time", { class: "muted", datetime: msg.ts }, fmtTime(msg.ts)) : null),
+    msg.mock ? mockBadge() : null,
     h("div", { class: "msg-text" }, textWithMentions(msg.text, members)),
-    h("div", { class: "msg-answers", "aria-label": "Claims and answers" }),
+    // A delivery is an answer: it copies like one on the review card (answers.js).
+    msg.kind === "deliver" ? h("div", { class: "answer-tools" }, copyButton(msg.text, `Copy ${msg.author}'s answer ${msg.msg_id}`)) : null,
+    // A group, so its label is allowed (axe: aria-prohibited-attr on a bare div).
+    h("div", { class: "msg-answers", role: "group", "aria-label": "Claims and answers" }),
     onReply ? h("button", { class: "reply-btn", type: "button", "aria-label": `Reply to ${msg.msg_id}`, onclick: () => onReply(msg) }, "↩ reply") : null));
   return li;
 }

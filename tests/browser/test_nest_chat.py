@@ -41,7 +41,7 @@ def test_owner_asks_pepper_and_sees_the_claim_and_the_delivery(flock, open_page)
     delivery = page.locator(".msg.kind-deliver[data-author=Pepper]").first
     expect(delivery).to_be_visible()
     request_id = request.get_attribute("data-msg-id")
-    expect(delivery.locator(".ref")).to_have_text(f"re {request_id}")
+    expect(delivery.locator(".ref")).to_have_text(f"↩ re your request {request_id}")
     expect(page.locator(".msg.kind-claim[data-author=Pepper]")).to_have_count(1)
     # Each message says how its kind was decided; the budgets show what is left.
     assert request.locator(".tagged").get_attribute("title")

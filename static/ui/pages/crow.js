@@ -108,7 +108,8 @@ function drawFlights() {
       ? h("a", { href: `/lists/${encodeURIComponent(f.list_id || f.item_id.split("-").slice(0, -1).join("-"))}` }, f.item_id)
       : f.nest_id ? h("a", { href: `/nests/${encodeURIComponent(f.nest_id)}${f.msg_id ? `#msg-${f.msg_id}` : ""}` }, f.msg_id || `#${f.nest_id}`) : null;
     return h("li", {},
-      h("span", { class: f.ok === false ? "fail-dot" : f.ok === null ? "fly-dot" : "ok-dot", "aria-label": f.ok === false ? "failed" : f.ok === null ? "in flight" : "ok" }),
+      // An image with a name: a bare span may not carry aria-label (axe: aria-prohibited-attr).
+      h("span", { class: f.ok === false ? "fail-dot" : f.ok === null ? "fly-dot" : "ok-dot", role: "img", "aria-label": f.ok === false ? "failed" : f.ok === null ? "in flight" : "ok" }),
       h("span", {}, h("strong", {}, f.task || "flight"), f.task_type ? ` · ${f.task_type}` : "", where ? " · " : "", where,
         f.error ? h("span", { class: "muted" }, ` — ${f.error}`) : ""),
       h("span", { class: "muted" }, f.ok === null ? "flying…" : `${fmtTokens(f.tokens || 0)} tok${f.at ? ` · ${fmtTime(f.at)}` : ""}`));

@@ -6,12 +6,12 @@ import { $, $$, h, uiConfig, fmtTokens } from "../dom.js";
 import { get, post, isMissingEndpoint } from "../api.js";
 import { Stream } from "../stream.js";
 import { crowAvatar } from "../crow_art.js";
-import { messageEl, attachAnswer, MentionBox } from "../chat.js";
+import { messageEl, attachAnswer, markMock, MentionBox } from "../chat.js";
 import { showFormError, clearFormError, toast, messageOf } from "../notify.js";
 import { DecisionBoard, DeliveryApprovals } from "../decisions.js";
 import { ExpectationsPanel, DebatesPanel, isOwnerSummary } from "../ledger.js";
 import { ReviewQueue } from "../review.js";
-import { OWNER } from "../vocab.js";
+import { OWNER, HARNESS } from "../vocab.js";
 
 const ui = uiConfig();
 const config = ui.config || {};
@@ -37,6 +37,28 @@ new ReviewQueue($("#review-inline"), {
   },
 });
 
+// The crow messages the offline mock brain wrote, as the server read them when the page
+// was made (nests/queries_review.py), up to message number `through`.
+const mockIds = new Set((ui.mock && ui.mock.msg_ids) || []);
+const mockThrough = (ui.mock && ui.mock.through) || 0;
+
+// A later crow message: its chat flight is logged under the message it answers, just
+// before it is posted, so the crow's newest flight in this room about that message says
+// which brain wrote it. A failed read leaves the message unbadged (the banner still says
+// the default brain is the mock).
+async function checkMock(msg, el) {
+  if ([OWNER, HARNESS].includes(msg.author) || !msg.refers_to) return;
+  if (Number(msg.msg_id.slice(nestId.length + 1)) <= mockThrough) return;
+  let flights = [];
+  try {
+    flights = await get(`/api/flights?crow=${encodeURIComponent(msg.author)}&limit=10`);
+  } catch {
+    return;
+  }
+  const flight = flights.find((f) => f.task === "chat" && f.nest_id === nestId && f.msg_id === msg.refers_to);
+  if (flight && flight.provider === "mock") markMock(el);
+}
+
 function nearBottom() {
   return list.scrollHeight - list.scrollTop - list.clientHeight < 120;
 }
@@ -45,10 +67,12 @@ function addMessage(msg) {
   if (seen.has(msg.msg_id)) return;
   const probs = ui.kind_probs && ui.kind_probs[msg.msg_id];
   if (probs && !msg.probs) msg = { ...msg, probs };
+  if (mockIds.has(msg.msg_id)) msg = { ...msg, mock: true };
   seen.set(msg.msg_id, msg);
   const stick = nearBottom();
   list.querySelector(".empty")?.remove();
   const el = messageEl(msg, { members, onReply: setReply });
+  if (!msg.mock) checkMock(msg, el);
   // The harness's summary of open expectations is addressed to you: it stands out.
   if (isOwnerSummary(msg)) el.classList.add("owner-summary");
   list.append(el);
