@@ -6,7 +6,7 @@ nothing but stock Channels pieces:
 
 - GET /api/events?nest_id=X: a stock `AsyncHttpConsumer` per client, `group_add`ed to one
   group on the settings' channel layer (the stock `InMemoryChannelLayer` without REDIS_URL);
-  each group message is forwarded as an SSE frame. As STACK_NOTES says, the stream loop runs
+  each group message is forwarded as an SSE frame. As measured (docs/PERFORMANCE.md, Stream), the stream loop runs
   in a task so the consumer's dispatch loop keeps receiving group messages and disconnects.
 - GET /api/events?nest_id=X&since=N: a bare replay consumer that reads the stored event rows
   after N (the same rows the real app replays) in pages and sends them as frames, then ends.

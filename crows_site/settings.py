@@ -84,7 +84,7 @@ def _database(worker_threads: int) -> dict[str, Any]:
         raise ImproperlyConfigured(f"DATABASE_URL could not be read: {exc}") from None
     engine = config.get("ENGINE", "")
     if engine.endswith("sqlite3"):
-        # Measured (shared/notes/STACK_NOTES.md): WAL + IMMEDIATE + a long timeout lost no
+        # Measured (docs/STREAM.md, docs/PERFORMANCE.md): WAL + IMMEDIATE + a long timeout lost no
         # writes under 32 concurrent writers, where Django's defaults lost half.
         config["OPTIONS"] = {
             "transaction_mode": "IMMEDIATE",

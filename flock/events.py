@@ -158,7 +158,7 @@ def in_action_transaction() -> bool:
 def emit(name: str, payload: dict[str, Any], *, list_id: str = "", nest_id: str = "") -> Event:
     """Append one event inside the caller's transaction and publish it once that commits.
 
-    `list_id` puts the event on that list's stream (and into its payload, as EVENTS.md
+    `list_id` puts the event on that list's stream (and into its payload, as docs/API.md
     says every list event carries it); `nest_id` likewise for a nest's stream.
     """
     if not in_action_transaction():

@@ -1,4 +1,4 @@
-"""A crow's structured header: the AGENT_PROTOCOL bracket grammar on a reply's first line.
+"""A crow's structured header: the bracket grammar (docs/BRAINS.md) on a reply's first line.
 
 docs/CHATROOM.md maps the bracket verbs to nest message kinds:
 
@@ -133,5 +133,5 @@ def format_header(verb: str, target: str, reason: str = "") -> str:
 
 
 def contract_footer(msg_id: str) -> str:
-    """AGENT_PROTOCOL's contract footer for ``msg_id``, appended to prompts that want a reply."""
+    """The bracket grammar's contract footer (docs/BRAINS.md) for ``msg_id``, appended to prompts that want a reply."""
     return _FOOTER_TEMPLATE.format(id=msg_id)

@@ -111,7 +111,7 @@ def describe_part(part: Any) -> tuple[str, str]:
 
 
 def describe_event(event: Any) -> str:
-    """A short phrase for a recent flock event (an EVENTS.md dict or a plain string)."""
+    """A short phrase for a recent flock event (an event payload, docs/API.md, or a plain string)."""
     if not isinstance(event, dict):
         return " ".join(str(event).split())[:160]
     name = str(event.get("event") or event.get("name") or event.get("type") or "")

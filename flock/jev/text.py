@@ -19,7 +19,7 @@ import re
 # and char n-grams over a huge paste would cost milliseconds for nothing.
 MAX_TEXT_CHARS = 4000
 
-# The bracket grammar of AGENT_PROTOCOL.json ("[CLAIM todo-3]", "[WO:7fce46e0]", ...). The
+# The bracket grammar (docs/BRAINS.md) ("[CLAIM todo-3]", "[WO:7fce46e0]", ...). The
 # verb becomes one token ("hdrclaim") so the model can tell the header from the word
 # "claim" in ordinary talk ("who wants to claim this?"); the id after it is noise.
 _PROTOCOL_VERBS = "WO|ACK|CLAIM|RESULT|DECLINE|NO-ACTION|REFER|NUDGE|JOB|FROM"

@@ -1,6 +1,6 @@
 """A nest's core members, changed one crow at a time (the admin's Add/Remove member).
 
-The same guardrails as creating a nest (EVENTS.md "Nests"): roster crows only, no
+The same guardrails as creating a nest (docs/CHATROOM.md, Rooms): roster crows only, no
 duplicates, 1–8 of them; the open `todo` nest and direct chats have no editable core.
 Emits `nest.members_changed` with the new core and `by`, who changed it."""
 

@@ -3,7 +3,7 @@ brains alike) and the harness. It is two steps, after Zulip's check_* / do_* spl
 
 - `check_message` (outside any transaction): validate the body (so an invalid post never
   counts against the poster's rate), admit it against the poster's rate (strikes keyed
-  owner vs crow:<name>), and tag its kind with Jev (EVENTS.md "Tagging"; Jev may load a
+  owner vs crow:<name>), and tag its kind with Jev (docs/CHATROOM.md "Tagging"; Jev may load a
   model, which must not happen under a lock). It returns a `CheckedMessage`.
 - `store_message` (one transaction, under the room's row lock): decide a claim (first
   claim wins), let the Sentry read a crow's claim or deliver, number and store the
@@ -93,7 +93,7 @@ def _ask(question: str, text: str) -> Any:
 
 
 def tag_kind(text: str, header: str) -> Tag:
-    """EVENTS.md "Tagging": Jev above its high band stands (`jev`); Jev unsure, the poster's
+    """docs/CHATROOM.md "Tagging": Jev above its high band stands (`jev`); Jev unsure, the poster's
     header (`header`); both present and disagreeing, Jev wins (`disagreement`); neither,
     `say` (`default`)."""
     answer = _ask("kind", text)

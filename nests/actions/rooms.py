@@ -33,7 +33,7 @@ def ensure_todo_nest() -> Nest:
 
 
 def create_nest(name: object, *, crows: object, created_by: str = "owner") -> Nest:
-    """Create a nest with its core crows, under EVENTS.md's guardrails."""
+    """Create a nest with its core crows, under the guardrails of docs/CHATROOM.md (Rooms)."""
     if not isinstance(name, str):
         raise BadInput("name must be a string")
     name = name.strip()

@@ -48,7 +48,7 @@ class NestMessage(models.Model):
         constraints = [models.UniqueConstraint(fields=["nest", "n"], name="nest_message_number")]
 
     def record(self) -> dict[str, str]:
-        """The message record as EVENTS.md defines it."""
+        """The message record as docs/API.md defines it."""
         return {
             "msg_id": self.msg_id,
             "kind": self.kind,

@@ -13,7 +13,7 @@
 // would otherwise retry with its first cursor, and a stream the browser gives up on
 // (readyState CLOSED) would stay closed.
 
-// The contract's event names (EVENTS.md); /api/state's capabilities add any others.
+// The contract's event names (docs/API.md); /api/state's capabilities add any others.
 export const KNOWN_EVENTS = [
   "list.started", "item.triaged", "crow.flying", "crow.landed", "item.answered", "verdict",
   "trust.changed", "item.skipped", "requester.pranked", "list.finished", "crow.banter",

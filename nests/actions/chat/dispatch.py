@@ -1,4 +1,4 @@
-"""Who answers: the one crow a new message invokes, if any (docs/CHATROOM.md, EVENTS.md).
+"""Who answers: the one crow a new message invokes, if any (docs/CHATROOM.md).
 
 Runs inside post_message's transaction, after the message is stored and its event
 emitted, with the nest row locked. A message invokes at most one crow (Invocation.trigger

@@ -125,7 +125,7 @@ def expectation_record(exp: Expectation) -> dict[str, Any]:
 
 def _emit(name: str, exp: Expectation, record: dict[str, Any]) -> None:
     # On the firehose, with the room named in the payload: a room's own stream carries
-    # its messages (EVENTS.md, "Nest messages"), and every nudge or summary is one.
+    # its messages (docs/API.md, the event stream), and every nudge or summary is one.
     emit(name, {"nest_id": exp.nest.nest_id, **record})
 
 

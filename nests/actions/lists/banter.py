@@ -1,4 +1,4 @@
-"""Banter: a generated aside between two crows of a list (EVENTS.md "Personas and banter").
+"""Banter: a generated aside between two crows of a list (docs/LISTS.md, docs/PERSONAS.md).
 
 When a worker lands with an answer, and its list has spoken fewer than two lines, the
 crow speaks one line to another crow of the list (one it has feelings about, if any). The
