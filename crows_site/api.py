@@ -16,7 +16,8 @@ from ninja.openapi.schema import OpenAPISchema
 from crows_site.parser import StrictJsonParser
 from flock.db import DATABASE_AWAY, RETRY_AFTER_S, database_away
 from flock.errors import CrowsError
-from flock.schemas import API_ERROR
+from flock.schemas import API_ERROR, ID_MAX
+from flock.stream.consumer import CURSOR_MAX
 
 log = logging.getLogger("crows.api")
 
@@ -45,14 +46,14 @@ EVENTS_OPERATION: dict[str, Any] = {
         "tags": ["stream"],
         "parameters": [
             {"name": "since", "in": "query", "required": False, "description": "replay events after this id",
-             "schema": {"type": "integer", "minimum": 0}},
+             "schema": {"type": "integer", "minimum": 0, "maximum": CURSOR_MAX}},
             {"name": "list_id", "in": "query", "required": False, "description": "one list's events",
-             "schema": {"type": "string", "minLength": 1}},
+             "schema": {"type": "string", "minLength": 1, "maxLength": ID_MAX}},
             {"name": "nest_id", "in": "query", "required": False, "description": "one nest's messages",
-             "schema": {"type": "string", "minLength": 1}},
+             "schema": {"type": "string", "minLength": 1, "maxLength": ID_MAX}},
             {"name": "Last-Event-ID", "in": "header", "required": False,
              "description": "the cursor a reconnecting EventSource sends; wins over since",
-             "schema": {"type": "integer", "minimum": 0}},
+             "schema": {"type": "integer", "minimum": 0, "maximum": CURSOR_MAX}},
         ],
         "responses": {
             "200": {
@@ -63,7 +64,8 @@ EVENTS_OPERATION: dict[str, Any] = {
             "401": _error("CROWS_OWNER_TOKEN is set and neither the bearer token nor the login cookie came"),
             "403": _error("a foreign Origin, or a non-loopback request while no owner token is set"),
             "404": _error("no such list or nest"),
-            "405": _error("anything but GET"),
+            "405": _error("anything but GET or HEAD"),
+            "503": _error("the database cannot say whether the list or nest exists (Retry-After)"),
         },
     }
 }
@@ -78,8 +80,14 @@ class CrowsAPI(NinjaAPI):
         schema.setdefault("components", {}).setdefault("securitySchemes", {})["owner_token"] = {
             "type": "http",
             "scheme": "bearer",
-            "description": "CROWS_OWNER_TOKEN, needed only when it is set (docs/SECURITY.md)",
+            "description": (
+                "CROWS_OWNER_TOKEN: every /api/ request needs it (or the /login cookie) when the server "
+                "has one; without one the server answers on loopback only, to anyone (docs/SECURITY.md)"
+            ),
         }
+        # Every operation, the stream included: the bearer token, or nothing (the empty
+        # requirement) on a server without CROWS_OWNER_TOKEN, which answers loopback only.
+        schema["security"] = [{"owner_token": []}, {}]
         return schema
 
 
@@ -94,14 +102,34 @@ def _describe(errors: list[dict]) -> str:
             parts.append(error.get("msg", "is invalid"))
             continue
         where = ".".join(str(p) for p in error.get("loc", []) if p not in ("body", "payload", "query", "path"))
-        what = error.get("msg", "is invalid")
-        if error.get("type") == "missing":
-            if not where:
-                parts.append("a JSON object body is required")
-                continue
-            what = "is required"
-        parts.append(f"{where}: {what}" if where else what)
+        if error.get("type") == "missing" and not where:
+            parts.append("a JSON object body is required")
+            continue
+        parts.append(_rule_broken(where, error))
     return "; ".join(parts) or "the request is invalid"
+
+
+def _rule_broken(where: str, error: dict) -> str:
+    """pydantic's finding in the API's words (a sentence naming the field and the rule), for
+    the parameters no schema words itself."""
+    kind, ctx = error.get("type"), error.get("ctx") or {}
+    if not where:
+        return error.get("msg", "is invalid")
+    if kind == "missing":
+        return f"{where} is required"
+    if kind in ("int_parsing", "int_type", "int_from_float"):
+        return f"{where} must be a whole number"
+    bounds = {"ge": "at least", "le": "at most", "gt": "more than", "lt": "less than"}
+    bound = next((b for b in bounds if b in ctx), None)
+    if bound and kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        return f"{where} must be {bounds[bound]} {ctx[bound]}"
+    if kind == "string_too_long":
+        return f"{where} must be at most {ctx.get('max_length')} characters"
+    if kind == "string_too_short":
+        return f"{where} must be at least {ctx.get('min_length')} characters"
+    if kind in ("literal_error", "enum"):
+        return f"{where} must be {ctx.get('expected')}"
+    return f"{where}: {error.get('msg', 'is invalid')}"
 
 
 @api.exception_handler(CrowsError)

@@ -8,7 +8,7 @@ from flock.brains.config import default_brain_spec
 from flock.brains.probe import is_mock, test_connection
 from flock.errors import BadInput, NotFound
 from flock.models import Crow
-from flock.schemas import BrainsOut, BrainTestIn, BrainTestOut, CrowOut, CrowPatchIn, errors
+from flock.schemas import BrainsOut, BrainTestIn, BrainTestOut, CrowOut, CrowPatchIn, IdParam, errors
 
 router = Router(tags=["flock"])
 
@@ -32,7 +32,7 @@ def list_crows(request: HttpRequest) -> list[CrowOut]:
 
 
 @router.patch("/crows/{name}", response={200: CrowOut, **errors(404, 409, write=True)})
-def patch_crow(request: HttpRequest, name: str, payload: CrowPatchIn) -> CrowOut:
+def patch_crow(request: HttpRequest, name: IdParam, payload: CrowPatchIn) -> CrowOut:
     """Change a crow through the same action the admin uses (`crow.updated`).
     `model: ""` puts the crow back on the default brain."""
     fields = payload.model_dump(exclude_unset=True)
@@ -58,6 +58,10 @@ def test_brain(request: HttpRequest, payload: BrainTestIn) -> dict:
         crow = Crow.objects.filter(name__iexact=payload.crow.strip().lstrip("@")).first()
         if crow is None:
             raise NotFound(f"no crow named {payload.crow[:40]!r}")
+        # A retired crow has left the flock (GET /api/crows and /api/brains leave it out):
+        # it has no brain of its own left to test.
+        if crow.status == Crow.Status.RETIRED:
+            raise NotFound(f"{crow.name} is retired: it has no brain to test")
         spec = crow.brain_spec
     elif spec:
         spec = actions.clean_crow_field("model", spec)

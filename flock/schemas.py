@@ -13,16 +13,39 @@ from collections.abc import Callable
 from typing import Annotated, Any, ClassVar
 
 from ninja import Schema
-from pydantic import BeforeValidator, ConfigDict, Field, StrictInt, StrictStr, WrapValidator, model_validator
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    StringConstraints,
+    WrapValidator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError, PydanticUndefined, ValidationError
 
 # The error type whose message reaches the client as it is (crows_site/api.py).
 API_ERROR = "crows"
 
 # No string anywhere in a body may hold NUL (crows_site/parser.py refuses it); this pattern
-# says so for a field that must also hold something besides spaces.
-TEXT_PATTERN = r"^[^\u0000]*[^\u0000\s][^\u0000]*$"
+# says so for a field that must also hold something besides spaces. The actions trim with
+# str.strip(), which also takes off U+001C–U+001F and U+0085: JSON Schema's \s (ECMA-262)
+# does not count those as spaces, so they are named.
+TEXT_PATTERN = r"^[^\u0000]*[^\u0000\s\u001c-\u001f\u0085][^\u0000]*$"
 NO_NUL_PATTERN = r"^[^\u0000]*$"
+
+# How long a path or query string may be. daphne (Twisted) drops a request whose request
+# line and headers pass 16 KiB without a word, and a proxy in front commonly allows 8 KiB
+# for the request line (nginx's default buffer). A client percent-encodes each character
+# into up to 12 bytes (4-byte UTF-8, `%F0%9F%90%A6`), so the longest request any operation
+# documents stays under 8 KiB: ID_MAX for identifiers and names (the longest stored id is 80
+# characters), QUERY_TEXT_MAX for free text (GET /api/crows/{name}/memory?q=).
+ID_MAX = 100
+QUERY_TEXT_MAX = 500
+
+# An identifier or name in a path or query; longer is a 400 naming the parameter.
+IdParam = Annotated[str, StringConstraints(max_length=ID_MAX)]
 
 
 def _whole(value: Any) -> Any:
@@ -139,10 +162,23 @@ def errors(*statuses: int, write: bool = False) -> dict[int, type[Schema]]:
     return {code: (RateLimitedOut if code == 429 else ErrorOut) for code in sorted(codes)}
 
 
+# flock.actions.MODEL_SPEC_RE as the document states it. That regex also lets a bare
+# `script` through, which the brain check then refuses (a script brain needs its file), so
+# the document asks for `script:<path>`: a spec valid by the document is never refused for
+# its shape; only a script file that is missing or broken is (docs/API.md, "Rules no schema
+# states"). tests/api/test_openapi.py holds the two to agreeing.
+MODEL_SPEC = r"(?:mock|openai|anthropic)(?::[\w.:/-]{1,100})?|script:[\w.:/-]{1,100}"
+
+
+def model_spec_pattern(*, blank: bool) -> str:
+    """The document's pattern for a brain spec; `blank`: "" (the default brain) too."""
+    return f"^(?:{MODEL_SPEC}){'?' if blank else ''}$"
+
+
 def _crow_patch_document(schema: dict[str, Any]) -> None:
     # The document states what update_crow accepts: at least one field, none of them null,
     # each text within its limit, task types from the vocabulary, a brain spec or "".
-    from flock.actions import EDITABLE_TEXT, MODEL_SPEC_RE
+    from flock.actions import EDITABLE_TEXT
     from flock.personas import TASK_TYPES
 
     properties: dict[str, Any] = {
@@ -151,7 +187,7 @@ def _crow_patch_document(schema: dict[str, Any]) -> None:
     }
     properties["model"] = {
         "type": "string",
-        "pattern": f"^(?:{MODEL_SPEC_RE.pattern.strip('^$')})?$",
+        "pattern": model_spec_pattern(blank=True),
         "description": "provider:model (mock, openai:…, anthropic:…, script:<path>), or \"\" for the default brain",
     }
     properties["task_types"] = {"type": "array", "items": {"type": "string", "enum": list(TASK_TYPES)}}
@@ -176,12 +212,19 @@ class CrowPatchIn(StrictIn):
 
 
 def _brain_test_document(schema: dict[str, Any]) -> None:
-    from flock.actions import MODEL_SPEC_RE
-
     schema["additionalProperties"] = False
+    schema["properties"]["crow"] = {
+        "anyOf": [{"type": "string", "pattern": NO_NUL_PATTERN}, {"type": "null"}],
+        "description": "a living crow's name (a retired crow has no brain to test: 404)",
+    }
     schema["properties"]["model"] = {
-        "anyOf": [{"type": "string", "pattern": f"^(?:{MODEL_SPEC_RE.pattern.strip('^$')})?$"}, {"type": "null"}],
+        "anyOf": [{"type": "string", "pattern": model_spec_pattern(blank=True)}, {"type": "null"}],
         "description": "a brain spec to test (mock, openai:…, anthropic:…, script:<path>)",
+    }
+    # One brain at a time: not a crow and a model both.
+    schema["not"] = {
+        "required": ["crow", "model"],
+        "properties": {"crow": {"type": "string", "minLength": 1}, "model": {"type": "string", "minLength": 1}},
     }
 
 

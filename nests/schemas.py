@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Annotated, ClassVar
 
 from ninja import Schema
-from pydantic import StrictStr, WithJsonSchema
+from pydantic import ConfigDict, StrictStr, StringConstraints, WithJsonSchema
 
-from flock.schemas import NO_NUL_PATTERN, TEXT_PATTERN, StrictIn, WholeNumber, rule, says
+from flock.schemas import ID_MAX, NO_NUL_PATTERN, TEXT_PATTERN, StrictIn, WholeNumber, rule, says
 from nests.actions.chat.budgets import TOP_UP_EXCHANGES_MAX, TOP_UP_TOKENS_MAX
 from nests.actions.messages import CROW_KINDS, TEXT_MAX
 from nests.actions.rooms import MAX_CORE, MIN_CORE, NAME_MAX
@@ -17,9 +17,9 @@ from nests.queries import PAGE_MAX
 # The messages page's query: read as text and judged by queries.parse_page, which names
 # the problem; the document states the rule.
 PageBefore = Annotated[
-    str | None,
+    Annotated[str, StringConstraints(max_length=ID_MAX)] | None,
     WithJsonSchema({
-        "type": "string", "pattern": r"^([a-z0-9-]+-)?[1-9][0-9]{0,8}$",
+        "type": "string", "maxLength": ID_MAX, "pattern": r"^([a-z0-9-]+-)?[1-9][0-9]{0,8}$",
         "description": "a message number or msg_id of this nest: the page ends just before it",
     }),
 ]
@@ -97,6 +97,19 @@ class MessagesPageOut(Schema):
 
 
 class BudgetIn(StrictIn):
+    """A top-up adds something: at least one of the two is a whole number (a null is as
+    good as absent, so the document asks for one that is not null, not just one field)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "additionalProperties": False,
+            "anyOf": [
+                {"type": "object", "required": ["exchanges"], "properties": {"exchanges": {"type": "integer"}}},
+                {"type": "object", "required": ["tokens"], "properties": {"tokens": {"type": "integer"}}},
+            ],
+        }
+    )
+
     exchanges: Annotated[WholeNumber | None, says("exchanges must be a whole number")] = rule(
         "crow exchanges to add to this turn", default=None, minimum=1, maximum=TOP_UP_EXCHANGES_MAX
     )

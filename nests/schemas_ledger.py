@@ -6,24 +6,29 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from ninja import Schema
-from pydantic import WithJsonSchema
+from pydantic import Field, StringConstraints, WithJsonSchema
 
-# Query parameters, documented as the queries judge them (they give the precise 400).
+from flock.schemas import QUERY_TEXT_MAX, says
+
+# Query parameters, documented as the queries judge them (they give the precise 400). A
+# limit must be ASCII digits before a query reads it: `²` passes str.isdigit but not int().
 
 ExpectationStatus = Annotated[
     str | None, WithJsonSchema({"type": "string", "enum": ["open", "met", "missed", "escalated"]})
 ]
 OrchestrationKind = Annotated[str | None, WithJsonSchema({"type": "string", "enum": ["crow", "model"]})]
 MemoryLimit = Annotated[
-    str | None, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 200, "description": "default 50"})
+    Annotated[str, StringConstraints(pattern=r"^[0-9]{1,4}$")] | None,
+    WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 200, "description": "default 50"}),
+    says("limit must be a whole number from 1 to 200, got {value}"),
 ]
 OrchestrationLimit = Annotated[
-    str | None, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 1000, "description": "default 200"})
+    Annotated[str, StringConstraints(pattern=r"^[0-9]{1,4}$")] | None,
+    WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 1000, "description": "default 200"}),
+    says("limit must be a whole number from 1 to 1000, got {value}"),
 ]
-MemoryQuery = Annotated[
-    str, WithJsonSchema({"type": "string", "maxLength": 2000, "description": "what to remember best"})
-]
-
+# Short enough that the request fits a request line fully percent-encoded (flock/schemas.py).
+MemoryQuery = Annotated[str, Field(max_length=QUERY_TEXT_MAX, description="what to remember best")]
 
 
 class ExpectationOut(Schema):

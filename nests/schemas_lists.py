@@ -80,7 +80,8 @@ class ListOut(Schema):
 
 class RetryIn(StrictIn):
     note: Annotated[StrictStr | None, says("note must be a string, got {got}")] = rule(
-        "the owner's note, put into every crew prompt of the new attempt", default=None, maxLength=2000
+        "the owner's note, put into every crew prompt of the new attempt", default=None, maxLength=2000,
+        pattern=NO_NUL_PATTERN,
     )
 
 

@@ -9,7 +9,7 @@ from ninja import Router, Status
 
 from flock import queries as flock_queries
 from flock.errors import BadInput, NotFound
-from flock.schemas import errors
+from flock.schemas import IdParam, errors
 from trust import actions, queries
 from trust.schemas import DecisionAnswerIn, DecisionOut, TrustLedgerOut, VerdictIn
 
@@ -21,7 +21,7 @@ def trust_ledger(request: HttpRequest) -> dict[str, object]:
     return queries.trust_ledger(c.name for c in flock_queries.living_crows())
 
 
-@router.post("/verdicts", response={204: None, **errors(404, write=True)})
+@router.post("/verdicts", response={204: None, **errors(404, 409, write=True)})
 def post_verdict(request: HttpRequest, payload: VerdictIn) -> Status[None]:
     if payload.overrule:
         if payload.approve is not None and payload.approve is not False:
@@ -43,7 +43,7 @@ def list_decisions(request: HttpRequest, status: Literal["open", "closed"] | Non
 
 
 @router.get("/decisions/{decision_id}", response={200: DecisionOut, **errors(404)})
-def get_decision(request: HttpRequest, decision_id: str) -> dict[str, Any]:
+def get_decision(request: HttpRequest, decision_id: IdParam) -> dict[str, Any]:
     decision = queries.decision_named(decision_id)
     if decision is None:
         raise NotFound(f"no decision {decision_id!r}")
@@ -51,6 +51,6 @@ def get_decision(request: HttpRequest, decision_id: str) -> dict[str, Any]:
 
 
 @router.post("/decisions/{decision_id}", response={200: DecisionOut, **errors(404, write=True)})
-def answer_decision(request: HttpRequest, decision_id: str, payload: DecisionAnswerIn) -> dict[str, Any]:
+def answer_decision(request: HttpRequest, decision_id: IdParam, payload: DecisionAnswerIn) -> dict[str, Any]:
     decision = actions.answer_decision(decision_id, answer=payload.answer, by="owner")
     return queries.decision_record(decision)

@@ -8,7 +8,8 @@ from ninja import Schema
 from pydantic import ConfigDict, StrictBool, StrictStr, model_validator
 from pydantic_core import PydanticCustomError
 
-from flock.schemas import API_ERROR, TEXT_PATTERN, StrictIn, rule, says
+from flock.schemas import API_ERROR, NO_NUL_PATTERN, TEXT_PATTERN, StrictIn, rule, says
+from trust.actions.verdicts import EDITED_TEXT_MAX_CHARS, REASON_MAX_CHARS
 
 # The answer must be there unless the owner overrules (then it is a no by definition): a
 # missing `approve` is refused, never read as a no.
@@ -25,6 +26,39 @@ def _as_the_contract_has_it(schema: dict[str, Any]) -> None:
     properties = schema["properties"]
     properties["target"] = {"type": "string", "enum": ["triage", "output"], "title": "Target"}
     properties["approve"] = {"type": "boolean", "title": "Approve"}
+    properties["reason"] = {
+        "anyOf": [{"type": "string", "maxLength": REASON_MAX_CHARS, "pattern": NO_NUL_PATTERN}, {"type": "null"}],
+        "description": "why; kept with the verdict",
+    }
+    properties["edited_text"] = {
+        "anyOf": [
+            {"type": "string", "minLength": 1, "maxLength": EDITED_TEXT_MAX_CHARS, "pattern": TEXT_PATTERN},
+            {"type": "null"},
+        ],
+        "description": "the owner's corrected answer, approved in place of the crow's (target output, approve true)",
+    }
+    properties["overrule"] = {
+        "anyOf": [{"type": "boolean"}, {"type": "null"}],
+        "description": "true rejects an auto-approved answer after the fact (target output, approve false)",
+    }
+    # How the extensions go together (docs/REVIEW.md): an edit is an approved answer, and an
+    # overrule is the rejection of an answer that carries no edit.
+    schema["allOf"] = [
+        {
+            "type": "object",
+            "if": {"required": ["edited_text"], "properties": {"edited_text": {"type": "string"}}},
+            "then": {"properties": {"target": {"const": "output"}, "approve": {"const": True}}},
+        },
+        {
+            "type": "object",
+            "if": {"required": ["overrule"], "properties": {"overrule": {"const": True}}},
+            "then": {
+                "properties": {
+                    "target": {"const": "output"}, "approve": {"const": False}, "edited_text": {"type": "null"},
+                }
+            },
+        },
+    ]
 
 
 class VerdictIn(StrictIn):

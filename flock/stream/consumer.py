@@ -67,6 +67,10 @@ def _trim_soon() -> None:
     asyncio.get_running_loop().call_later(TRIM_DELAY_S, trim)
 
 
+# The largest event id there can be (a 64-bit signed id): the greatest cursor (docs/API.md).
+CURSOR_MAX = 2**63 - 1
+
+
 class TooFarBehind(Exception):
     pass
 
@@ -242,9 +246,16 @@ class EventStreamConsumer(AsyncHttpConsumer):
                 cursor_text = value.decode("latin-1").strip()
         if cursor_text is None or cursor_text == "":
             return column, key, None
-        if not cursor_text.isdigit():
+        # ASCII digits only: `²` passes str.isdigit but not int().
+        if not (cursor_text.isascii() and cursor_text.isdigit()):
             raise BadStream(400, f"the cursor must be a non-negative whole number, got {cursor_text[:40]!r}")
-        return column, key, int(cursor_text)
+        # Event ids are 64-bit: a cursor past that range can name no event, ever (and int()
+        # refuses over 4,300 digits). One merely ahead of the log is taken: the stream sends
+        # what comes after it.
+        digits = cursor_text.lstrip("0") or "0"
+        if len(digits) > len(str(CURSOR_MAX)) or int(digits) > CURSOR_MAX:
+            raise BadStream(400, f"the cursor must be at most {CURSOR_MAX}, got {cursor_text[:40]!r}")
+        return column, key, int(digits)
 
     async def _stream(self, column: str, key: str, cursor: int) -> None:
         sub = self.sub

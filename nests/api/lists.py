@@ -6,7 +6,7 @@ from django.http import HttpRequest
 from ninja import Router, Status
 
 from flock.errors import NotFound
-from flock.schemas import errors
+from flock.schemas import IdParam, errors
 from nests import queries_lists
 from nests.actions import post_list
 from nests.actions.lists import retry_item
@@ -22,7 +22,7 @@ def create_list(request: HttpRequest, payload: ListIn) -> Status[dict[str, str]]
 
 
 @router.get("/lists/{list_id}", response={200: ListOut, **errors(404)})
-def read_list(request: HttpRequest, list_id: str) -> dict[str, object]:
+def read_list(request: HttpRequest, list_id: IdParam) -> dict[str, object]:
     state = queries_lists.list_state(list_id)
     if state is None:
         raise NotFound(f"no such list: {list_id[:40]!r}")
@@ -30,7 +30,7 @@ def read_list(request: HttpRequest, list_id: str) -> dict[str, object]:
 
 
 @router.post("/items/{item_id}/retry", response={202: RetryOut, **errors(404, 409, write=True)})
-def retry(request: HttpRequest, item_id: str, payload: RetryIn) -> Status[dict]:
+def retry(request: HttpRequest, item_id: IdParam, payload: RetryIn) -> Status[dict]:
     """Fly a rejected, timed-out or overruled item again with the owner's note."""
     item = retry_item(item_id, note=payload.note, by="owner")
     return Status(202, {"item_id": item.item_id, "list_id": item.todo_list.list_id, "attempt": item.attempt})

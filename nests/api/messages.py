@@ -8,7 +8,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Router, Status
 
-from flock.schemas import errors
+from flock.schemas import IdParam, errors
 from nests import actions, queries
 from nests.actions.chat.budgets import budget_view, top_up_budget
 from nests.actions.messages import open_room
@@ -27,14 +27,14 @@ router = Router(tags=["nests"])
 
 
 @router.get("/nests/{nest_id}", response={200: NestDetailOut, **errors(404)})
-def nest_detail(request: HttpRequest, nest_id: str) -> dict[str, Any]:
+def nest_detail(request: HttpRequest, nest_id: IdParam) -> dict[str, Any]:
     return queries.nest_detail(open_room(nest_id))
 
 
 @router.get("/nests/{nest_id}/messages", response={200: MessagesPageOut, **errors(404)})
 def list_messages(
     request: HttpRequest,
-    nest_id: str,
+    nest_id: IdParam,
     before: PageBefore = None,
     limit: PageLimit = None,
 ) -> dict[str, Any]:
@@ -44,7 +44,7 @@ def list_messages(
 
 
 @router.post("/nests/{nest_id}/messages", response={201: MessageOut, **errors(404, 409, 429, write=True)})
-def post_message(request: HttpRequest, nest_id: str, payload: MessageIn) -> Status[dict[str, Any]]:
+def post_message(request: HttpRequest, nest_id: IdParam, payload: MessageIn) -> Status[dict[str, Any]]:
     message = actions.post_message(
         nest_id,
         author=payload.author,
@@ -57,6 +57,6 @@ def post_message(request: HttpRequest, nest_id: str, payload: MessageIn) -> Stat
 
 
 @router.post("/nests/{nest_id}/budget", response={200: BudgetOut, **errors(404, write=True)})
-def top_up(request: HttpRequest, nest_id: str, payload: BudgetIn) -> dict[str, Any]:
+def top_up(request: HttpRequest, nest_id: IdParam, payload: BudgetIn) -> dict[str, Any]:
     budget = top_up_budget(open_room(nest_id), exchanges=payload.exchanges, tokens=payload.tokens)
     return budget_view(budget)

@@ -7,23 +7,23 @@ from ninja import Router
 
 from flock.events import rfc3339
 from flock.models import Flight
-from flock.schemas import errors
+from flock.schemas import IdParam, errors
 from nests import queries_review
-from nests.schemas_review import FlightOut, ReviewOut
+from nests.schemas_review import FlightOut, FlightsLimit, ReviewOut
 
 router = Router(tags=["review"])
 
-FLIGHTS_MAX = 200
-
 
 @router.get("/review", response={200: ReviewOut, **errors()})
-def review(request: HttpRequest, list_id: str = "", nest_id: str = "") -> dict:
+def review(request: HttpRequest, list_id: IdParam = "", nest_id: IdParam = "") -> dict:
     cards = queries_review.review_cards(list_id=list_id, nest_id=nest_id)
     return {"count": len(cards), "cards": cards}
 
 
 @router.get("/flights", response={200: list[FlightOut], **errors()})
-def flights(request: HttpRequest, item_id: str = "", list_id: str = "", crow: str = "", limit: int = 50) -> list[dict]:
+def flights(
+    request: HttpRequest, item_id: IdParam = "", list_id: IdParam = "", crow: IdParam = "", limit: FlightsLimit = 50
+) -> list[dict]:
     """The flight log's rows, newest first, with the prompt each crow was given."""
     rows = Flight.objects.order_by("-id")
     if item_id:
@@ -39,5 +39,5 @@ def flights(request: HttpRequest, item_id: str = "", list_id: str = "", crow: st
             "tokens_in": f.tokens_in, "tokens_out": f.tokens_out, "latency_ms": round(f.latency_ms, 1),
             "ok": f.ok, "error": f.error, "prompt": f.prompt, "at": rfc3339(f.created_at),
         }
-        for f in rows[: max(1, min(limit, FLIGHTS_MAX))]
+        for f in rows[:limit]
     ]

@@ -47,7 +47,9 @@ def test_the_errors_each_endpoint_can_give_are_listed(document):
     assert {"404", "429"} <= set(paths["/api/lists"]["post"]["responses"])
     assert {"404", "409", "429"} <= set(paths["/api/nests/{nest_id}/messages"]["post"]["responses"])
     assert "409" in paths["/api/nests"]["post"]["responses"]
-    assert "404" in paths["/api/verdicts"]["post"]["responses"]
+    # 409: an overrule of a verdict that was not auto, or is overruled already.
+    assert {"404", "409"} <= set(paths["/api/verdicts"]["post"]["responses"])
+    assert "503" in paths["/api/events"]["get"]["responses"]
     assert "404" in paths["/api/lists/{list_id}"]["get"]["responses"]
     assert paths["/api/lists"]["post"]["responses"]["429"]["content"]["application/json"]["schema"]["$ref"].endswith(
         "RateLimitedOut"
@@ -94,6 +96,44 @@ def test_request_schemas_state_their_rules(document):
     assert nest["crows"]["maxItems"] == 8 and nest["crows"]["uniqueItems"] is True
     assert components["MessageIn"]["properties"]["text"]["maxLength"] == 2000
     assert components["BudgetIn"]["properties"]["exchanges"]["anyOf"][0]["type"] == "integer"
+
+
+# The longest request line a client may send by the document, every path and query string
+# at its maxLength in 4-byte UTF-8 (12 bytes a character, percent-encoded): it must fit the
+# 8 KiB a proxy commonly allows, well under daphne's 16 KiB for the line and its headers.
+REQUEST_LINE_BUDGET = 8 * 1024
+
+
+def _longest(schema: dict) -> int:
+    schema = next((s for s in schema.get("anyOf", []) if s.get("type") != "null"), schema)
+    if schema.get("type") == "string" or "enum" in schema:
+        if "enum" in schema:
+            return max(len(str(v)) for v in schema["enum"] if v is not None)
+        assert "maxLength" in schema, schema
+        return 12 * schema["maxLength"]
+    if schema.get("type") == "integer":
+        assert "maximum" in schema and "minimum" in schema, schema
+        return max(len(str(schema["maximum"])), len(str(schema["minimum"])))
+    raise AssertionError(f"a parameter of no known shape: {schema}")
+
+
+def test_every_request_the_document_allows_fits_a_request_line(document):
+    for path, method, op in operations(document):
+        line = f"{method.upper()} {path} HTTP/1.1"
+        query = []
+        for parameter in op.get("parameters", []):
+            if parameter["in"] == "path":
+                line = line.replace("{" + parameter["name"] + "}", "x" * _longest(parameter["schema"]))
+            elif parameter["in"] == "query":
+                query.append(f"{parameter['name']}={'x' * _longest(parameter['schema'])}")
+        longest = len(line) + len("?" + "&".join(query))
+        assert longest <= REQUEST_LINE_BUDGET, (method, path, longest)
+
+
+def test_the_owner_token_is_the_documents_security_and_optional(document):
+    assert document["components"]["securitySchemes"]["owner_token"]["scheme"] == "bearer"
+    # The token when the server has one; nothing on a loopback server without one.
+    assert document["security"] == [{"owner_token": []}, {}]
 
 
 def test_the_event_stream_is_described(document):
