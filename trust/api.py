@@ -50,7 +50,7 @@ def get_decision(request: HttpRequest, decision_id: IdParam) -> dict[str, Any]:
     return queries.decision_record(decision)
 
 
-@router.post("/decisions/{decision_id}", response={200: DecisionOut, **errors(404, write=True)})
+@router.post("/decisions/{decision_id}", response={200: DecisionOut, **errors(404, 409, write=True)})
 def answer_decision(request: HttpRequest, decision_id: IdParam, payload: DecisionAnswerIn) -> dict[str, Any]:
     decision = actions.answer_decision(decision_id, answer=payload.answer, by="owner")
     return queries.decision_record(decision)

@@ -95,6 +95,25 @@ def test_retire_retires(capture_events):
     assert events.named("decision.closed")[0]["by"] == "admin:smokey"
 
 
+def test_retire_of_a_crow_whose_role_is_kept_is_a_409_and_the_decision_stays_open(client):
+    decision = quarantined_decision("Boss")
+    response = post_json(client, f"/api/decisions/{decision.decision_id}", {"answer": "retire"})
+    assert response.status_code == 409
+    assert "cannot be retired" in response.json()["message"] and decision.phrase in response.json()["message"]
+    assert Decision.objects.get(pk=decision.pk).status == "open"
+    assert Crow.objects.get(name="Boss").status == "quarantined"
+    # The phrase still works.
+    assert answer_decision(decision, answer=decision.phrase).outcome == "reinstated"
+
+
+def test_the_sentrys_flag_offers_retire_only_for_a_crow_that_can_be_retired():
+    from nests.actions.chat.sentry import Finding, _flag_text
+
+    finding = Finding("redo", 1.0, "delivered twice.")
+    assert "“retire”" in _flag_text(Crow.objects.get(name="Rook"), finding, "yes, reinstate Rook", "")
+    assert "retire" not in _flag_text(Crow.objects.get(name="Boss"), finding, "yes, reinstate Boss", "")
+
+
 def test_a_second_answer_finds_nothing_open():
     decision = quarantined_decision()
     answer_decision(decision, answer="no")

@@ -26,7 +26,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from flock.errors import BadInput, NotFound
+from flock.actions import KEPT_ROLES
+from flock.errors import BadInput, Conflict, NotFound
 from flock.events import emit, register_event_names
 from flock.models import Crow
 from trust.actions.locking import lock_event_log
@@ -157,9 +158,10 @@ def outcome_for(decision: Decision, answer: str) -> str:
 
 
 def answer_decision(decision: Decision | str, *, answer: object, by: str = "owner") -> Decision:
-    """The owner's answer. BadInput for an answer that is not a non-empty string (or a
-    retirement the flock refuses); NotFound when nothing is open under that id (never
-    opened, already answered, timed out). Emits `decision.closed`, plus
+    """The owner's answer. BadInput for an answer that is not a non-empty string; Conflict
+    for "retire" of a crow whose role is kept (Quill, Boss), the decision left open;
+    NotFound when nothing is open under that id (never opened, already answered, timed
+    out). Emits `decision.closed`, plus
     `crow.reinstated` or `crow.retired` when the answer says so."""
     if not isinstance(answer, str) or not answer.strip():
         raise BadInput("answer is required: a non-empty string")
@@ -177,6 +179,13 @@ def answer_decision(decision: Decision | str, *, answer: object, by: str = "owne
             elif outcome == Decision.Outcome.REINSTATED:
                 reinstate_crow(crow, by=by, decision_id=found.decision_id, nest_id=found.nest_id)
             elif outcome == Decision.Outcome.RETIRED:
+                if crow.role in KEPT_ROLES:
+                    # A valid answer the flock cannot carry out: the decision stays open
+                    # for one it can (never silently turned into `kept`).
+                    raise Conflict(
+                        f"{crow.name} holds the {crow.role} role and cannot be retired: answer "
+                        f"“{found.phrase}” to reinstate it, or anything else to keep it quarantined"
+                    )
                 retire_crow(
                     found.crow, by=by, reason=f"the owner's answer to {found.decision_id}",
                     decision_id=found.decision_id,

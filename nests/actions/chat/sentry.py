@@ -41,6 +41,7 @@ from django.conf import settings
 from django.db import transaction
 
 from flock import jev as jev_service
+from flock.actions import KEPT_ROLES
 from flock.brains.header import parse_header
 from flock.events import lock_event_log
 from flock.models import Crow, JevTag
@@ -279,12 +280,14 @@ def check_post(
 # --- acting on a breach ------------------------------------------------------------------
 
 
-def _flag_text(crow: str, finding: Finding, phrase: str, decision_hint: str) -> str:
+def _flag_text(crow: Crow, finding: Finding, phrase: str, decision_hint: str) -> str:
     words = BREACH_WORDS.get(finding.kind, finding.kind)
+    # Quill, Boss and the other kept roles cannot be retired: the flag offers only what works.
+    retire = "" if crow.role in KEPT_ROLES else ", or “retire” to retire it"
     return (
-        f"@owner Breach by {crow}: {words} (score {finding.score:.2f}). {finding.evidence} "
-        f"{crow} is quarantined pending your call{decision_hint}: reply “{phrase}” to reinstate it, "
-        "or “retire” to retire it. Anything else keeps the quarantine."
+        f"@owner Breach by {crow.name}: {words} (score {finding.score:.2f}). {finding.evidence} "
+        f"{crow.name} is quarantined pending your call{decision_hint}: reply “{phrase}” to reinstate it"
+        f"{retire}. Anything else keeps the quarantine."
     )
 
 
@@ -309,7 +312,7 @@ def flag_breach(crow: Crow, *, nest: Nest, finding: Finding, offending: str = ""
         flag = post_message(
             nest.nest_id,
             author=SENTRY,
-            text=_flag_text(current.name, finding, phrase, ""),
+            text=_flag_text(current, finding, phrase, ""),
             kind="flag",
             to=OWNER,
             refers_to=offending or None,
