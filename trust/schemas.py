@@ -8,7 +8,7 @@ from ninja import Schema
 from pydantic import ConfigDict, StrictBool, StrictStr, model_validator
 from pydantic_core import PydanticCustomError
 
-from flock.schemas import API_ERROR, NO_NUL_PATTERN, TEXT_PATTERN, StrictIn, rule, says
+from flock.schemas import API_ERROR, ID_MAX, NO_NUL_PATTERN, TEXT_PATTERN, StrictIn, rule, says
 from trust.actions.verdicts import EDITED_TEXT_MAX_CHARS, REASON_MAX_CHARS
 
 # The answer must be there unless the owner overrules (then it is a no by definition): a
@@ -67,7 +67,7 @@ class VerdictIn(StrictIn):
 
     model_config = ConfigDict(json_schema_extra=lambda schema: _as_the_contract_has_it(schema))
     item_id: Annotated[StrictStr, says("item_id must be a non-empty string")] = rule(
-        "the item (or chat delivery) waiting for the owner", minLength=1, pattern=TEXT_PATTERN
+        "the item (or chat delivery) waiting for the owner", minLength=1, maxLength=ID_MAX, pattern=TEXT_PATTERN
     )
     target: Annotated[Literal["triage", "output"] | None, says("target must be triage or output, got {value}")] = (
         rule("required unless `overrule` (then `output`)", default=None)

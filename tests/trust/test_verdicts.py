@@ -66,6 +66,8 @@ def test_nothing_waiting_is_not_found():
     [
         ({"target": "triage", "approve": True}, "item_id is required"),
         ({"item_id": 5, "target": "triage", "approve": True}, "item_id must be a non-empty string"),
+        # Never looked up, nor echoed back in a 404.
+        ({"item_id": "L" * 100_000, "target": "output", "approve": True}, "item_id must be at most 100 characters"),
         ({"item_id": "Lx-1", "approve": True}, "target is required"),
         ({"item_id": "Lx-1", "target": "answer", "approve": True}, "target must be triage or output"),
         ({"item_id": "Lx-1", "target": "triage"}, "approve is required"),

@@ -24,6 +24,7 @@ from django.utils import timezone
 from flock.db import action_atomic
 from flock.errors import BadInput, Conflict, NotFound
 from flock.events import emit, register_event_names
+from flock.schemas import ID_MAX
 from trust.actions.ledger import record_trust_outcome
 from trust.actions.locking import lock_event_log
 from trust.models import Approval, Target, Verdict
@@ -120,11 +121,21 @@ def record_auto_verdict(
     return verdict
 
 
-def _check_body(item_id: Any, target: Any, approve: Any) -> tuple[str, str, bool]:
+def check_item_id(item_id: Any) -> str:
+    """An item's id (or a chat delivery's msg_id), trimmed; ids are at most 80 characters,
+    and a longer one is refused before it is looked up (and echoed in a 404)."""
     if item_id is None:
         raise BadInput("item_id is required")
     if not isinstance(item_id, str) or not item_id.strip():
         raise BadInput("item_id must be a non-empty string")
+    item_id = item_id.strip()
+    if len(item_id) > ID_MAX:
+        raise BadInput(f"item_id must be at most {ID_MAX} characters")
+    return item_id
+
+
+def _check_body(item_id: Any, target: Any, approve: Any) -> tuple[str, str, bool]:
+    item_id = check_item_id(item_id)
     if target is None:
         raise BadInput(f"target is required: {' or '.join(TARGETS)}")
     if target not in TARGETS:
@@ -134,7 +145,7 @@ def _check_body(item_id: Any, target: Any, approve: Any) -> tuple[str, str, bool
         raise BadInput("approve is required: true or false")
     if not isinstance(approve, bool):
         raise BadInput(f"approve must be true or false, got {type(approve).__name__}")
-    return item_id.strip(), target, approve
+    return item_id, target, approve
 
 
 def check_reason(reason: Any) -> str:
@@ -252,9 +263,7 @@ def overrule_verdict(item_id: Any, *, target: Any = Target.OUTPUT, reason: Any =
     emits `trust.changed` where a level falls; `verdict.overruled` tells the pages.
     NotFound when the target has no verdict; Conflict when it was not `auto` or is
     already overruled."""
-    if item_id is None or not isinstance(item_id, str) or not item_id.strip():
-        raise BadInput("item_id must be a non-empty string")
-    item_id = item_id.strip()
+    item_id = check_item_id(item_id)
     if target != Target.OUTPUT:
         raise BadInput("only an answer (target output) can be overruled")
     reason = check_reason(reason)
