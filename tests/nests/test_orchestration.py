@@ -99,6 +99,12 @@ def test_the_owner_moving_a_crow_to_another_model_is_scored(launch, client, capt
     reply = NestMessage.objects.filter(author="Boss").last()
     assert reply is not None and "Moved Munin" in reply.text and decision["decision_id"] in reply.text
     assert "crow.updated" in client.get("/api/state").json()["capabilities"]
+    # The same order again changes nothing, scores nothing, and Boss says so.
+    with capture_events() as again:
+        post_message("launch", author="owner", text="@Boss switch Munin to openai:gpt-4o-mini")
+        run_crows()
+    assert again.named("crow.updated") == [] and again.named("orchestration.decided") == []
+    assert "Munin already thinks with openai:gpt-4o-mini" in NestMessage.objects.filter(author="Boss").last().text
 
 
 def test_the_owner_picking_a_model_on_the_settings_page_is_scored_once(db, client):

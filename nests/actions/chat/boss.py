@@ -143,6 +143,9 @@ def _change_model(order: Order, boss: Crow, inv: Invocation) -> str:
     with transaction.atomic():  # as in _hatch
         with orchestration.boss_scores_the_pick():
             changed = update_crow(order.name, by=OWNER, model=order.model)
+        if changed.brain_spec == previous:
+            # update_crow changed nothing and emitted nothing: no pick to score either.
+            return f"{changed.name} already thinks with {previous}: nothing to change."
         # The owner named the model: Jev scores the owner's pick (docs/GOVERNANCE.md, 7a), and
         # Boss says so when the flight log argues against it.
         pick = orchestration.score_model_pick(
