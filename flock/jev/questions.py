@@ -114,7 +114,8 @@ class Question:
 def read_examples(path: Path, label_field: str, *, writer: str = ORIGINAL_WRITER) -> list[Example]:
     """Read ``{"text", label_field}`` lines, failing loudly with the file and line number."""
     examples: list[Example] = []
-    with path.open(encoding="utf-8") as lines:
+    # utf-8-sig: a byte-order mark (Windows editors, spreadsheet exports) is not a text.
+    with path.open(encoding="utf-8-sig") as lines:
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue

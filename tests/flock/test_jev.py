@@ -236,6 +236,12 @@ def test_jev_eval_scores_a_small_file(tmp_path: Path) -> None:
         assert needle in text
 
 
+def test_jev_eval_reads_a_file_that_starts_with_a_byte_order_mark(tmp_path: Path) -> None:
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + b'{"text": "Mine.", "kind": "claim"}\n')
+    assert evaluate_file(path, "kind", latency_passes=1).n == 1
+
+
 def test_jev_eval_counts_unknown_labels_as_errors(tmp_path: Path) -> None:
     rows = [{"text": "Mine.", "kind": "claim"}, {"text": "Caw caw caw", "kind": "banana"}]
     report = evaluate_file(write_jsonl(tmp_path / "odd.jsonl", rows), "kind", latency_passes=1)
