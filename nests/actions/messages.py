@@ -297,6 +297,10 @@ def store_message(post: CheckedMessage) -> NestMessage:
                 text=post.jev_text,
                 outcome={"kind": kind, "tagged_by": post.tag.tagged_by, "header": post.header},
             )
+        if post.expectation_answer is not None:
+            # Every Jev answer is logged with its probabilities, this one too (docs/JEV.md):
+            # the ledger reads it below, in expectations.on_message.
+            log_jev_tag(post.expectation_answer, subject=message.msg_id, text=post.jev_text, outcome={"kind": kind})
         if post.invocation is not None:
             # The reply and its invocation commit together, so a re-run after a crash sees
             # the reply already posted and does not post a second one.

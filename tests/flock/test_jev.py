@@ -359,3 +359,15 @@ def test_a_failed_warm_up_is_logged_and_left_to_first_use(
     service.warm_in_background().join(10)
 
     assert "warming Jev failed" in caplog.text
+
+
+def test_every_answer_jev_gives_the_chatroom_is_logged_with_its_probabilities(db) -> None:
+    from flock.models import JevTag
+    from nests.actions import post_message
+
+    message = post_message("todo", author="owner", text="Hugin, I will send you the brief by 3pm today.")
+    tags = {t.question: t for t in JevTag.objects.filter(subject=message.msg_id)}
+    assert {"kind", "expectation"} <= set(tags)
+    expectation = tags["expectation"]
+    assert expectation.impl and expectation.version and expectation.band in ("high", "unsure")
+    assert abs(sum(expectation.probs.values()) - 1.0) < 1e-3 and expectation.choice in expectation.probs
