@@ -7,6 +7,10 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crows_site.settings")
     from django.core.management import execute_from_command_line
 
+    from crows_site.env import settings_or_exit
+
+    settings_or_exit("manage.py")
+
     execute_from_command_line(sys.argv)
 
 

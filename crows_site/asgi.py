@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 from crows_site.daphne_requests import stop_form_parsing
+from crows_site.env import settings_or_exit
 from crows_site.handlers import get_asgi_application
 from crows_site.twisted_writes import send_queued_writes_at_once
 
@@ -18,6 +19,7 @@ stop_form_parsing()
 send_queued_writes_at_once()
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crows_site.settings")
+settings_or_exit("so-many-crows")
 
 # Django must be set up before the consumer (and through it the models) is imported.
 django_asgi_app = get_asgi_application()

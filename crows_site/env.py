@@ -8,6 +8,7 @@ never turns into a silently different flock.
 from __future__ import annotations
 
 import os
+import sys
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -92,3 +93,16 @@ def env_origins(name: str) -> list[str]:
             )
         origins.append(origin)
     return origins
+
+
+def settings_or_exit(program: str) -> None:
+    """Read the settings now, before any command or server starts: a value the
+    environment gets wrong stops `program` with one line naming it and exit status 2,
+    instead of a traceback with the one useful line at its end."""
+    from django.conf import settings
+
+    try:
+        settings.INSTALLED_APPS  # noqa: B018 (reading it loads the settings module)
+    except ImproperlyConfigured as exc:
+        sys.stderr.write(f"{program}: {exc}\n")
+        raise SystemExit(2) from None

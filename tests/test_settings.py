@@ -27,8 +27,21 @@ def test_a_bad_value_stops_start_up_naming_the_variable(tmp_path, name, value):
     result = subprocess.run(
         [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
     )
-    assert result.returncode != 0
-    assert name in result.stderr
+    # One line naming it, exit 2: no traceback with the useful line at its end.
+    assert result.returncode == 2
+    assert result.stderr.startswith("manage.py: ") and name in result.stderr
+    assert result.stderr.strip().count("\n") == 0 and "Traceback" not in result.stderr
+
+
+def test_the_server_also_stops_in_one_line(tmp_path):
+    env = base_env(CROWS_DATA_DIR=str(tmp_path), DATABASE_URL="mysql://x@localhost/db")
+    result = subprocess.run(
+        [sys.executable, "-c", "import crows_site.asgi"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "so-many-crows: DATABASE_URL must be a sqlite:// or postgres:// URL, got scheme 'mysql'"
+    )
 
 
 def test_defaults_work_with_nothing_set(tmp_path):
@@ -37,3 +50,16 @@ def test_defaults_work_with_nothing_set(tmp_path):
         [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_a_worker_that_cannot_reach_its_database_stops_in_one_line(tmp_path):
+    env = base_env(
+        CROWS_DATA_DIR=str(tmp_path), CROWS_EMBEDDED_WORKER="0",
+        DATABASE_URL=f"sqlite:///{tmp_path}/no-such-dir/crows.sqlite3",
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "db_worker", "--no-reload"], cwd=ROOT, env=env, capture_output=True,
+        text=True, timeout=60,
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == "CommandError: the database in DATABASE_URL is not answering: unable to open database file"

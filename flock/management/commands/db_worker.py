@@ -9,6 +9,7 @@ from argparse import ArgumentParser, ArgumentTypeError
 from typing import Any
 
 from django.conf import settings
+from django.core.management.base import CommandError
 from django_tasks_db.management.commands.db_worker import Command as StockCommand
 
 
@@ -22,8 +23,26 @@ def _threads(value: str) -> int:
     return number
 
 
+def _database_answers() -> None:
+    """A worker that cannot reach its database stops in one line naming DATABASE_URL,
+    not with the pool's traceback (after the pool's own wait, so a database still
+    starting up is waited for)."""
+    from django.db import DatabaseError, connection
+
+    try:
+        connection.ensure_connection()
+    except DatabaseError as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CommandError(f"the database in DATABASE_URL is not answering: {reason}") from None
+
+
 class Command(StockCommand):
     help = "Run a pool of background worker threads with leases (flock's db_worker)"
+
+    def check(self, *args: Any, **kwargs: Any) -> None:
+        # Before the system checks, which are the first to need the database.
+        _database_answers()
+        super().check(*args, **kwargs)
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         super().add_arguments(parser)
