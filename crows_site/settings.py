@@ -160,9 +160,14 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("CROWS_MAX_BODY_BYTES", 256 * 1024, minimu
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"redis_outage": {"()": "flock.stream.quiet_outage.RedisOutageLogs"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("CROWS_LOG_LEVEL", "WARNING")},
-    "loggers": {"crows": {"level": env_str("CROWS_LOG_LEVEL", "INFO"), "propagate": True}},
+    "loggers": {
+        "crows": {"level": env_str("CROWS_LOG_LEVEL", "INFO"), "propagate": True},
+        # A traceback a second while Redis is down, otherwise (flock/stream/quiet_outage.py).
+        "channels_redis.pubsub": {"filters": ["redis_outage"], "propagate": True},
+    },
 }
 
 # ---------------------------------------------------------------------------------------

@@ -1,0 +1,39 @@
+"""Redis outages in the logs: one line a minute, not a traceback a second.
+
+While Redis is down, channels_redis's receive task logs "Unexpected exception in receive
+task" with a full traceback every second it retries (some 60 lines each), although
+delivery goes on without Redis (docs/STREAM.md). This filter lets the first such record of
+a minute through as one line naming the exception, and drops the rest of that minute.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+EVERY_S = 60.0
+
+
+class RedisOutageLogs(logging.Filter):
+    def __init__(self, name: str = "") -> None:
+        super().__init__(name)
+        self._lock = threading.Lock()
+        self._last = float("-inf")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.exc_info or record.exc_info[1] is None:
+            return True
+        now = time.monotonic()
+        with self._lock:
+            if now - self._last < EVERY_S:
+                return False
+            self._last = now
+        exc = record.exc_info[1]
+        record.msg = (
+            f"{record.getMessage()}: {type(exc).__name__}: {exc} (Redis unreachable? delivery goes on "
+            f"through the database; this is said once a minute)"
+        )
+        record.args = None
+        record.exc_info = record.exc_text = None
+        return True

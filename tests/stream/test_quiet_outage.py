@@ -1,0 +1,44 @@
+"""While Redis is down, channels_redis's receive task logs a traceback every second it
+retries; the logs get one line a minute instead (flock/stream/quiet_outage.py)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from flock.stream import quiet_outage
+
+
+def _retry_failed(logger: logging.Logger) -> None:
+    try:
+        raise ConnectionError("Error 111 connecting to 127.0.0.1:6391. Connection refused.")
+    except ConnectionError:
+        logger.exception("Unexpected exception in receive task")
+
+
+def test_a_redis_outage_is_one_line_a_minute_without_the_traceback(caplog, monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr(quiet_outage.time, "monotonic", lambda: clock[0])
+    logger = logging.getLogger("channels_redis.pubsub")
+    # The settings put the filter on this logger; it is what runs here.
+    assert any(isinstance(f, quiet_outage.RedisOutageLogs) for f in logger.filters)
+    with caplog.at_level(logging.ERROR, logger="channels_redis.pubsub"):
+        for _ in range(30):  # thirty retries in the same minute
+            _retry_failed(logger)
+            clock[0] += 1
+        clock[0] += quiet_outage.EVERY_S
+        _retry_failed(logger)
+    records = [r for r in caplog.records if r.name == "channels_redis.pubsub"]
+    assert len(records) == 2
+    for record in records:
+        assert record.exc_info is None
+        assert record.getMessage().startswith(
+            "Unexpected exception in receive task: ConnectionError: Error 111 connecting to 127.0.0.1:6391"
+        )
+
+
+@pytest.mark.parametrize("message", ["a plain warning", "another"])
+def test_records_without_an_exception_pass_unchanged(message):
+    record = logging.LogRecord("channels_redis.pubsub", logging.WARNING, __file__, 1, message, None, None)
+    assert quiet_outage.RedisOutageLogs().filter(record) and record.getMessage() == message
