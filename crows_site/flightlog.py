@@ -14,15 +14,18 @@ from flock.schemas import FlightlogOut, errors
 router = Router(tags=["flock"])
 
 
-def _owner_output_verdicts() -> dict[str, bool]:
+def _owner_verdicts(target: str) -> dict[str, bool]:
     try:
         from trust.queries import owner_output_verdicts
     except ImportError:  # the verdict ledger is not part of this build
         return {}
-    return owner_output_verdicts()
+    return owner_output_verdicts(target)
 
 
 @router.get("/flightlog", response={200: FlightlogOut, **errors()})
 def flightlog(request: HttpRequest) -> dict[str, Any]:
-    rows = flock_queries.flightlog_summary(approvals=_owner_output_verdicts())
+    # Triage calls are judged by the owner's triage verdicts, answers by output verdicts.
+    rows = flock_queries.flightlog_summary(
+        approvals=_owner_verdicts("output"), triage_approvals=_owner_verdicts("triage")
+    )
     return {"by_model_and_task_type": rows}

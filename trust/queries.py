@@ -104,13 +104,14 @@ def pending_approvals() -> list[dict[str, Any]]:
     ]
 
 
-def owner_output_verdicts() -> dict[str, bool]:
-    """item_id -> approved? for every output the owner judged (auto verdicts and timeouts
-    are left out: they say nothing about the quality of the work)."""
+def owner_output_verdicts(target: str = "output") -> dict[str, bool]:
+    """item_id -> approved? for every output (or, with `target`, triage) the owner judged
+    (auto verdicts and timeouts are left out: they say nothing about the quality of the
+    work)."""
     from trust.models import Verdict
 
     rows = Verdict.objects.filter(
-        target="output", verdict__in=(Verdict.Value.APPROVED, Verdict.Value.REJECTED)
+        target=target, verdict__in=(Verdict.Value.APPROVED, Verdict.Value.REJECTED)
     ).values_list("item_id", "verdict")
     return {item_id: verdict == Verdict.Value.APPROVED for item_id, verdict in rows}
 

@@ -172,3 +172,21 @@ def test_flightlog_reports_the_owner_approval_rate_per_model(client):
     Verdict.objects.create(item_id="Lx-3", target="output", list_id="Lx", verdict=Verdict.Value.AUTO)
     (row,) = client.get("/api/flightlog").json()["by_model_and_task_type"]
     assert row["owner_verdicts"] == 2 and row["approval_rate"] == 0.5
+
+
+def test_flightlog_judges_triage_calls_by_the_owners_triage_verdicts(client):
+    from django.db import transaction
+
+    from flock.actions import record_flight
+    from trust.models import Verdict
+
+    with transaction.atomic():
+        for n in (1, 2):
+            record_flight(crow="Sentry", provider="mock", model="mock", task="triage", task_type="",
+                          ok=True, item_id=f"Lx-{n}", list_id="Lx")
+    Verdict.objects.create(item_id="Lx-1", target="triage", list_id="Lx", verdict=Verdict.Value.APPROVED)
+    Verdict.objects.create(item_id="Lx-2", target="triage", list_id="Lx", verdict=Verdict.Value.APPROVED)
+    # An output verdict on the same item says nothing of its triage.
+    Verdict.objects.create(item_id="Lx-2", target="output", list_id="Lx", verdict=Verdict.Value.REJECTED)
+    (row,) = client.get("/api/flightlog").json()["by_model_and_task_type"]
+    assert row["task_type"] == "triage" and row["owner_verdicts"] == 2 and row["approval_rate"] == 1.0
