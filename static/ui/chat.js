@@ -87,7 +87,10 @@ export function messageEl(msg, { members = [], onReply } = {}) {
       authorLink,
       h("span", { class: `kind kind-badge-${msg.kind}` }, KIND_WORDS[msg.kind] || msg.kind),
       msg.tagged_by ? h("span", { class: `tagged tagged-${msg.tagged_by}`, tabindex: "0", title: taggedTitle(msg), "aria-label": taggedTitle(msg) }, msg.tagged_by === "jev" ? "Jev" : msg.tagged_by) : null,
-      msg.to ? h("span", { class: "to" }, "→ ", h("span", { class: "mention", style: { "--accent": accentOf(msg.to) } }, msg.to === OWNER ? "you" : `@${msg.to}`)) : null,
+      // `to` links to whom it names, as `refers_to` links to the message (a crow's page).
+      msg.to ? h("span", { class: "to" }, "→ ", msg.to === OWNER || msg.to === HARNESS
+        ? h("span", { class: "mention", style: { "--accent": accentOf(msg.to) } }, msg.to === OWNER ? "you" : `@${msg.to}`)
+        : h("a", { class: "mention", href: `/crows/${encodeURIComponent(msg.to)}`, style: { "--accent": accentOf(msg.to) } }, `@${msg.to}`)) : null,
       msg.refers_to ? refLink(msg.refers_to) : null,
       h("span", { class: "msg-id muted" }, msg.msg_id),
       msg.ts ? h("time", { class: "muted", datetime: msg.ts }, fmtTime(msg.ts)) : null),

@@ -67,6 +67,18 @@ export class Stream {
   }
 
   start() {
+    // The browser's word that the network dropped is taken at once: an EventSource on a
+    // half-open connection may not notice for a long while. The stream is closed, the page
+    // says "reconnecting", and it reconnects (replaying what it missed) as soon as the
+    // network is back.
+    window.addEventListener("offline", () => {
+      if (this.es) this.es.close();
+      this.wasDown = true;
+      this.reconnectSoon();
+    });
+    window.addEventListener("online", () => {
+      if (this.wasDown) this.reconnectSoon(0);
+    });
     this.open();
     return this;
   }

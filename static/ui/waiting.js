@@ -13,12 +13,19 @@ import { get } from "./api.js";
 
 const POLL_MS = 8000;
 const WARN_S = 60;
-const baseTitle = document.title.replace(/^\(\d+\)\s+/, "");
+let baseTitle = document.title.replace(/^\(\d+\)\s+/, "");
 let known = null; // keys seen at the last read (null before the first)
 let cards = [];
 let timer = null;
 const warned = new Set();
 const listeners = new Set();
+
+/** A page that names itself after loading (a nest's name) sets its title here, so the
+ * waiting count stays in front of it. */
+export function setPageTitle(title) {
+  baseTitle = title;
+  draw();
+}
 
 /** Pages with their own queue view hear each fresh read (avoids a second fetch). */
 export function onWaiting(fn) {

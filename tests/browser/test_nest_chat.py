@@ -32,6 +32,8 @@ def test_owner_asks_pepper_and_sees_the_claim_and_the_delivery(flock, open_page)
     request = page.locator(".msg[data-author=owner]").first
     expect(request).to_contain_text("counts the shiny things")
     expect(request.locator(".to")).to_contain_text("@Pepper")
+    # `to` links to the crow, as `refers_to` links to the message.
+    expect(request.locator(".to a")).to_have_attribute("href", "/crows/Pepper")
 
     claim = request.locator(".answer-chip.answer-claim")
     expect(claim).to_contain_text("claimed by Pepper", timeout=30_000)
@@ -60,3 +62,28 @@ def test_owner_asks_pepper_and_sees_the_claim_and_the_delivery(flock, open_page)
     request = page.locator(f".msg[data-msg-id={request_id}]")
     expect(request.locator(".answer-chip")).to_have_count(2)
     expect(request.locator(".tagged")).to_have_attribute("title", re.compile(r"Jev's probabilities: request \d+%"))
+
+
+def test_a_new_nest_takes_its_core_crows_from_checkboxes_checked_the_usual_way(flock, open_page) -> None:
+    page = open_page(flock.url + "/nests/todo")
+    page.get_by_text("+ New nest").click()
+    page.fill("#nest-name", "Seed Run")
+    page.get_by_role("checkbox", name="Hugin").check()
+    page.get_by_role("checkbox", name="Inky").check()
+    expect(page.get_by_role("checkbox", name="Hugin")).to_be_checked()
+    page.get_by_role("button", name="Create nest").click()
+    page.wait_for_url(re.compile(r"/nests/seed-run$"))
+    page.wait_for_selector('#conn[data-state="live"]')
+    expect(page.locator("#chat-members")).to_contain_text("Hugin")
+    expect(page.locator("#chat-members")).to_contain_text("Inky")
+
+
+def test_a_nest_page_keeps_the_waiting_count_in_its_title(flock, open_page) -> None:
+    import httpx
+
+    # One triage call waits for the owner (the flock is not trusted on a fresh server).
+    posted = httpx.post(flock.url + "/api/lists", json={"text": "research three bird feeders", "requester": "ada"})
+    assert posted.status_code == 202
+    page = open_page(flock.url + "/nests/todo")
+    expect(page).to_have_title(re.compile(r"^\(\d+\) todo · so-many-crows$"), timeout=15_000)
+

@@ -75,3 +75,17 @@ def test_a_bad_post_is_shown_to_the_owner_in_words(flock, open_page, console) ->
     page.fill("#nest-name", "Launch copy")
     page.click("#nest-form button[type=submit]")
     expect(page.locator("#nest-error")).to_contain_text("core crows")
+
+
+def test_the_page_says_reconnecting_as_soon_as_the_network_drops(flock, open_page, console) -> None:
+    # Offline, the reconnect attempts fail in the browser; those are the expected errors.
+    console.allow(r"ERR_INTERNET_DISCONNECTED|ERR_NETWORK_CHANGED|ERR_CONNECTION_REFUSED")
+    page = open_page(flock.url + "/nests/todo")
+    page.context.set_offline(True)
+    expect(page.locator("#conn")).to_have_attribute("data-state", "reconnecting", timeout=5_000)
+    done = httpx.post(flock.url + "/api/nests/todo/messages", json={"author": "owner", "text": "Sent while you were offline."})
+    assert done.status_code == 201
+    page.context.set_offline(False)
+    expect(page.locator(".msg", has_text="Sent while you were offline.")).to_have_count(1, timeout=15_000)
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+

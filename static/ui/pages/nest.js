@@ -11,6 +11,7 @@ import { showFormError, clearFormError, toast, messageOf } from "../notify.js";
 import { DecisionBoard, DeliveryApprovals } from "../decisions.js";
 import { ExpectationsPanel, DebatesPanel, isOwnerSummary } from "../ledger.js";
 import { ReviewQueue } from "../review.js";
+import { setPageTitle } from "../waiting.js";
 import { OWNER, HARNESS } from "../vocab.js";
 
 const ui = uiConfig();
@@ -112,7 +113,7 @@ function drawHeader(nests) {
   const dmCrow = nestId.startsWith("dm-") ? crows.find((c) => `dm-${c.name.toLowerCase()}` === nestId) : null;
   const title = dmCrow ? `${dmCrow.name}, ${dmCrow.epithet}` : listed ? listed.name : (room && room.name) || nestId;
   $("#chat-title").textContent = nestId === "todo" ? "todo · the open flock" : title;
-  document.title = `${title} · so-many-crows`;
+  setPageTitle(`${title} · so-many-crows`);
   members = membersOf();
   $("#chat-members").replaceChildren(
     h("span", { class: "muted" }, nestId.startsWith("dm-") ? "Just you and " : "Members: "),
