@@ -82,9 +82,19 @@ export function plural(n, one, many = `${one}s`) {
 export function keepFocus(root, redraw) {
   const active = document.activeElement;
   const key = active && root.contains(active) ? active.dataset.focusKey : undefined;
+  const at = key ? [...root.querySelectorAll("[data-focus-key]")].indexOf(active) : -1;
   redraw();
-  if (key) {
-    const again = root.querySelector(`[data-focus-key="${CSS.escape(key)}"]`);
-    if (again && !again.disabled) again.focus({ preventScroll: true });
+  if (!key) return;
+  // A redraw may put a new element in the root's place (same id): look there.
+  const now = (root.id && document.getElementById(root.id)) || root;
+  const again = now.querySelector(`[data-focus-key="${CSS.escape(key)}"]`);
+  if (again && !again.disabled) {
+    again.focus({ preventScroll: true });
+    return;
   }
+  // The control is gone (its approval answered): the one now in its place takes the
+  // focus, so the keyboard carries on down the list instead of falling to the page's top.
+  const left = [...now.querySelectorAll("[data-focus-key]")].filter((el) => !el.disabled);
+  const next = left[Math.min(at, left.length - 1)];
+  if (next) next.focus({ preventScroll: true });
 }

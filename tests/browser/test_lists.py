@@ -81,3 +81,22 @@ def test_newcomer_posts_a_list_approves_and_reads_the_answers(flock, open_page, 
     expect(page.locator("#report-meta")).to_contain_text("finished")
     page.wait_for_selector('#conn[data-state="live"]')
     screenshot(page, "list-report")
+
+
+def test_approving_with_the_keyboard_on_the_flock_page_keeps_the_focus_on_the_next_approval(flock, open_page) -> None:
+    import httpx
+
+    posted = httpx.post(flock.url + "/api/lists", json={
+        "text": "research feeders\nresearch perches\nresearch baths", "requester": "ada",
+    })
+    assert posted.status_code == 202
+    list_id = posted.json()["list_id"]
+    page = open_page(flock.url + "/")
+    approvals = page.locator(f"#list-{list_id} button.approve")
+    expect(approvals).to_have_count(3, timeout=30_000)
+    page.locator(f'#list-{list_id} [data-focus-key="approve:{list_id}-1:triage"]').focus()
+    page.keyboard.press("Enter")
+    # The answered approval goes; the focus goes to the one now in its place, not to the page's top.
+    expect(page.locator(f'#list-{list_id} [data-focus-key="approve:{list_id}-1:triage"]')).to_have_count(0, timeout=15_000)
+    focused = page.evaluate("document.activeElement && document.activeElement.dataset.focusKey")
+    assert focused == f"approve:{list_id}-2:triage"

@@ -89,6 +89,9 @@ async function sendVerdict(item, target, approve) {
     announce(`${approve ? "Approved" : "Rejected"} the ${target} of item ${item.item_id}.`);
   } catch (err) {
     item.errors = { ...(item.errors || {}), [target]: messageOf(err) };
+    // Said in a toast too: the item's own line goes once the verdict that won arrives
+    // (another tab, the fail-safe), and the owner must still hear why theirs did not count.
+    toast(`Your ${approve ? "approval" : "rejection"} of ${item.item_id} did not count: ${messageOf(err)}`, "error");
   } finally {
     sending.delete(key);
     if (list) drawList(list);
