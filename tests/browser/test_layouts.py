@@ -25,6 +25,8 @@ def test_every_page_fits_a_phone_screen(flock, open_page) -> None:
         assert overflow <= 0, f"{path} is {overflow}px wider than a phone screen"
         if path == "/":
             expect(page.locator("#wire .perch")).to_have_count(10)
+            # Every crow with its name and its epithet, on a phone too.
+            expect(page.locator("#wire .perch-epithet:visible")).to_have_count(10)
             screenshot(page, "phone-flock", full_page=False)
         if path == "/nests/todo":
             expect(page.locator("#room-switch")).to_be_visible()
