@@ -73,6 +73,11 @@ def test_every_crow_prompt_carries_the_budget_and_the_contract(launch, script_br
     assert "tokens left today" in request.system and "you were addressed by name" in request.system
     assert request.context["msg_id"] == "launch-1" and request.context["expect"] == "say"
     assert request.messages[-1]["content"].startswith("owner to @Munin [launch-1, say]")
+    # The flight log keeps what the crow was asked, as it does for list flights.
+    from flock.brains import prompt_text
+    from flock.models import Flight
+
+    assert Flight.objects.get(task="chat", crow="Munin").prompt == prompt_text(request)
 
 
 def test_an_unaddressed_request_goes_to_the_best_fitting_crow_allowed_to_claim(launch, monkeypatch):

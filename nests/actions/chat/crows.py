@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from flock.actions import record_flight
-from flock.brains import BrainRequest, get_brain, prompt_tokens
+from flock.brains import BrainRequest, get_brain, prompt_text, prompt_tokens
 from flock.brains.header import format_header, parse_header, strip_header
 from flock.errors import CrowsError
 from flock.events import lock_event_log
@@ -229,6 +229,7 @@ def _brain_reply(inv: Invocation, crow: Crow) -> tuple[str, int, str, int]:
         task_type=request.task_type if request is not None else "chat",
         nest_id=inv.nest.nest_id,
         msg_id=ref.msg_id,
+        prompt=prompt_text(brain_request),  # what the crow was asked, as list flights log it
     )
     if tokens:
         budgets.charge_tokens(inv.nest, tokens)
