@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from django.core.exceptions import ImproperlyConfigured
 
 if TYPE_CHECKING:
+    from flock.brains.types import BrainReply, BrainRequest
     from flock.jev.questions import Question
     from flock.jev.service import JevAnswer
 
@@ -142,7 +143,9 @@ def _ask_model(spec: str, question: Question, text: str) -> str | None:
     box: dict[str, object] = {}
 
     def call() -> None:
-        box["reply"] = brain.think(request)
+        reply = brain.think(request)
+        box["reply"] = reply  # the tag need not wait for the log below
+        _log_flight(request, reply)
 
     # The provider bounds each call by the timeout times the retries; a tag waits for one
     # timeout at most, since a message is held up while it is tagged.
@@ -163,6 +166,26 @@ def _ask_model(spec: str, question: Question, text: str) -> str | None:
     return choice
 
 
+def _log_flight(request: BrainRequest, reply: BrainReply) -> None:
+    """A second opinion is a brain call like any other: one row in the flight log, under
+    the name Jev, written by the calling thread (its own connection, closed after)."""
+    from django.db import connection
+
+    from flock.actions import record_flight
+    from flock.brains import prompt_text
+
+    try:
+        record_flight(
+            crow="Jev", provider=reply.provider, model=reply.model, task=request.task, ok=reply.ok,
+            tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_ms=reply.latency_ms,
+            error=reply.error or "", prompt=prompt_text(request),
+        )
+    except Exception:
+        logger.warning("jev: could not log the second opinion's flight", exc_info=True)
+    finally:
+        connection.close()
+
+
 def second_opinion(question: Question, text: str, answer: JevAnswer) -> JevAnswer:
     """``answer`` settled by the model, or unchanged when it is off, unreachable or unclear."""
     spec = brain_spec()
@@ -181,7 +204,9 @@ def second_opinion(question: Question, text: str, answer: JevAnswer) -> JevAnswe
                 _memo.popitem(last=False)
     from flock.jev.service import BAND_HIGH
 
-    return dataclasses.replace(answer, choice=choice, band=BAND_HIGH, source=SOURCE_LLM)
+    # The tag log names the model that decided, beside the local model's version.
+    version = f"{answer.version}+{spec}"[:64]
+    return dataclasses.replace(answer, choice=choice, band=BAND_HIGH, source=SOURCE_LLM, version=version)
 
 
 def forget() -> None:

@@ -82,10 +82,31 @@ def test_an_unsure_answer_is_settled_by_the_model_with_the_choices_and_rules(col
     # The local model's view stays beside it.
     assert answer.local_choice == "warm"
     assert set(answer.probs) == {"warm", "cool"} and answer.probs["warm"] > answer.probs["cool"]
+    # The tag log can tell which model decided.
+    _, spec = wire
+    assert answer.version.endswith(f"+{spec}")
     assert fake.problems == []
     sent = sent_text(fake)
     for needle in ("warm, cool", "reds, oranges, fire, sun", "a red sunset over the desert", "colour"):
         assert needle in sent
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_second_opinion_is_a_row_in_the_flight_log(colour: Jev, wire) -> None:
+    import time
+
+    from flock.models import Flight
+
+    fake, spec = wire
+    fake.reply_text = "cool"
+    assert colour.ask("colour", "a red sunset over the sea").source == "llm"
+    # Written by the call's own thread just after the reply: wait for it.
+    deadline = time.monotonic() + 5
+    while not Flight.objects.filter(crow="Jev").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    flight = Flight.objects.get(crow="Jev")
+    assert (f"{flight.provider}:{flight.model}", flight.task, flight.ok) == (spec, "classify (colour)", True)
+    assert "a red sunset over the sea" in flight.prompt
 
 
 def test_the_same_text_is_not_asked_twice(colour: Jev, wire) -> None:
