@@ -16,10 +16,10 @@ router = Router(tags=["flock"])
 
 def _owner_verdicts(target: str) -> dict[str, bool]:
     try:
-        from trust.queries import owner_output_verdicts
+        from trust.queries import owner_verdicts
     except ImportError:  # the verdict ledger is not part of this build
         return {}
-    return owner_output_verdicts(target)
+    return owner_verdicts(target)
 
 
 @router.get("/flightlog", response={200: FlightlogOut, **errors()})

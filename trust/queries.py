@@ -104,7 +104,7 @@ def pending_approvals() -> list[dict[str, Any]]:
     ]
 
 
-def owner_output_verdicts(target: str = "output") -> dict[str, bool]:
+def owner_verdicts(target: str = "output") -> dict[str, bool]:
     """item_id -> approved? for every output (or, with `target`, triage) the owner judged
     (auto verdicts and timeouts are left out: they say nothing about the quality of the
     work)."""

@@ -179,11 +179,11 @@ def log_dispatch_pick(message: NestMessage, *, crow: str, reason: str, candidate
 def model_stats(model_spec: str, task_type: str) -> dict[str, Any]:
     """The flight log's numbers for one model and task type (any task type when none)."""
     from flock.queries import flightlog_summary
-    from trust.queries import owner_output_verdicts
+    from trust.queries import owner_verdicts
 
     provider, _, model = model_spec.partition(":")
     model = model or provider
-    rows = [r for r in flightlog_summary(approvals=owner_output_verdicts()) if r["provider"] == provider and r["model"] == model]
+    rows = [r for r in flightlog_summary(approvals=owner_verdicts()) if r["provider"] == provider and r["model"] == model]
     typed = [r for r in rows if r["task_type"] == task_type] or rows
     calls = sum(r["calls"] for r in typed)
     verdicts = sum(r["owner_verdicts"] for r in typed)
@@ -252,7 +252,8 @@ def score_model_pick(
         spec = f"{provider}:{model}" if provider not in ("mock",) else provider
         if spec != model_spec:
             alternatives[spec] = model_score(spec, task_type)[0]
-    # Its own transaction when called alone (Boss hatching: the crow's was committed first).
+    # Its own transaction when called alone; its caller's when nested (Boss's hatch and
+    # model change score in the transaction that made the change).
     with action_atomic():
         d = _log(
             kind=OrchestrationDecision.Kind.MODEL, decider=decider, crow=crow.name, model=model_spec,
