@@ -3,10 +3,11 @@ and telling an outage from a bug."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from django.db import connection, connections, models, transaction
+from django.db import DatabaseError, connection, connections, models, transaction
+from django.db.models.sql import UpdateQuery
 from django.db.utils import InterfaceError, OperationalError
 
 # A request that finds the database away is answered 503 with this, and asked to come
@@ -40,6 +41,42 @@ def lock_or_create[M: models.Model](model: type[M], **lookup: Any) -> M:
         model._default_manager.get_or_create(**lookup)
         row = rows.get(**lookup)
     return row
+
+
+def save_fields(*rows: tuple[models.Model, Sequence[str]]) -> None:
+    """Save the named fields of each row, as `row.save(update_fields=fields)` would,
+    without the model signals (the rows passed here have no receivers and no `save()` of
+    their own).
+
+    On PostgreSQL the UPDATEs go in one round trip: psycopg's client-side binding (Django's
+    default cursor) sends several statements as one query. A take-off and a landing each
+    write their item, list and sortie: one round trip instead of three, and the list's row
+    lock, which the list's other flights queue for, is let go that much sooner
+    (docs/PERFORMANCE.md, eighth pass). Elsewhere, one `save` per row. Like `save`, a row
+    that is no longer there is an error, and the caller's transaction rolls back."""
+    if connection.vendor != "postgresql" or len(rows) < 2:
+        for row, fields in rows:
+            row.save(update_fields=fields)
+        return
+    statements: list[str] = []
+    params: list[Any] = []
+    for row, fields in rows:
+        model = type(row)
+        concrete = {f.name: f for f in model._meta.concrete_fields}
+        query = UpdateQuery(model)
+        query.add_update_values({name: concrete[name].pre_save(row, False) for name in fields})
+        query.add_q(models.Q(pk=row.pk))
+        text, args = query.get_compiler(connection.alias).as_sql()
+        statements.append(text)
+        params.extend(args)
+    with connection.cursor() as cursor:
+        cursor.execute("; ".join(statements), params)
+        counts = [cursor.rowcount]
+        while cursor.nextset():
+            counts.append(cursor.rowcount)
+    missing = [f"{type(row).__name__} {row.pk}" for (row, _), n in zip(rows, counts, strict=True) if n != 1]
+    if missing:
+        raise DatabaseError(f"save_fields found no row to update: {', '.join(missing)}")
 
 
 def action_atomic() -> transaction.Atomic:

@@ -25,19 +25,18 @@ PRIORITY_RETRY = 30  # a retried step is already late
 
 @task()
 def fly_sortie_task(sortie_pk: int, attempt: int = 0, owners: list[int] | None = None) -> str:
-    """`owners`: the sortie's list and item pks, if the enqueuer knew them (tasks queued
-    before they were passed have none, and the flight reads them)."""
+    """`owners` is not read: tasks queued by earlier servers carry the sortie's list and
+    item, which the flight now finds in the statement that locks them."""
     from nests.actions.lists import abort_sortie, fly_sortie
 
-    known = (owners[0], owners[1]) if owners and len(owners) == 2 else None
     try:
         # A retry flies again a sortie whose landing failed after take-off (its thread
         # has let go of it: flights.InAir), without a second take-off.
-        return fly_sortie(sortie_pk, owners=known)
+        return fly_sortie(sortie_pk)
     except OperationalError as exc:
         if attempt < RETRIES:
             later = timezone.now() + timedelta(seconds=RETRY_PAUSE_S * (attempt + 1))
-            fly_sortie_task.using(run_after=later, priority=PRIORITY_RETRY).enqueue(sortie_pk, attempt + 1, owners=owners)
+            fly_sortie_task.using(run_after=later, priority=PRIORITY_RETRY).enqueue(sortie_pk, attempt + 1)
             return f"retrying after {exc}"
         log.exception("sortie %s failed %d times", sortie_pk, attempt + 1)
         abort_sortie(sortie_pk, error=f"the flock's database kept failing: {exc}")

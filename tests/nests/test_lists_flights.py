@@ -207,34 +207,34 @@ def test_with_one_slot_a_whole_list_still_finishes_and_never_has_two_in_the_air(
     assert peak == 1 and [n for n, _ in events][-1] == "list.finished"
 
 
-def test_a_flight_task_carries_its_sorties_list_and_item_and_one_without_them_flies_too():
+def test_a_flight_locks_its_list_item_and_sortie_in_one_statement():
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    todo = post_list("milk", requester="ada")
+    sortie = Sortie.objects.get(todo_list=todo)
+    with CaptureQueriesContext(connection) as seen:
+        assert launch_sortie(sortie.pk) is not None
+    reads = [q["sql"] for q in seen.captured_queries
+             if q["sql"].startswith("SELECT") and any(t in q["sql"] for t in ("nests_todolist", "nests_item\"", "nests_sortie"))]
+    assert len(reads) == 2  # the lock, and the count of crows in the air
+    assert "nests_todolist" in reads[0] and "nests_item" in reads[0]
+
+
+def test_a_flight_task_queued_by_an_earlier_server_with_its_owners_still_flies():
     from django_tasks_db.models import DBTaskResult
 
     todo = post_list("milk", requester="ada")
     sortie = Sortie.objects.get(todo_list=todo)
     queued = DBTaskResult.objects.get(task_path="nests.tasks.fly_sortie_task")
-    assert queued.args_kwargs["args"] == [sortie.pk]
-    assert queued.args_kwargs["kwargs"] == {"owners": [todo.pk, sortie.item_id]}
+    assert queued.args_kwargs == {"args": [sortie.pk], "kwargs": {}}
 
-    # A task queued before owners rode along (an older server's) reads them itself.
-    queued.args_kwargs = {"args": [sortie.pk], "kwargs": {}}
+    # Earlier servers passed the sortie's list and item along; they are not needed now.
+    queued.args_kwargs = {"args": [sortie.pk], "kwargs": {"owners": [todo.pk, sortie.item_id]}}
     queued.save(update_fields=["args_kwargs"])
     worker.run_pending()
     sortie.refresh_from_db()
     assert sortie.status == Sortie.Status.LANDED
-
-
-def test_a_flight_told_the_wrong_list_and_item_refuses_and_changes_nothing():
-    first = post_list("milk", requester="ada")
-    other = post_list("eggs", requester="ada")
-    sortie = Sortie.objects.get(todo_list=first)
-    stranger = Sortie.objects.get(todo_list=other)
-
-    with pytest.raises(ValueError, match="belongs to list/item"):
-        launch_sortie(sortie.pk, owners=(other.pk, stranger.item_id))
-
-    sortie.refresh_from_db()
-    assert sortie.status == Sortie.Status.PLANNED and sortie.started_at is None
 
 
 def test_a_duplicate_task_for_a_sortie_flies_it_once():

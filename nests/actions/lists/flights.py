@@ -32,11 +32,11 @@ from django.utils import timezone
 
 from flock.actions import record_flight
 from flock.brains import BrainReply, BrainRequest, get_brain, prompt_text
-from flock.db import lock_or_create
+from flock.db import lock_or_create, save_fields
 from flock.events import emit, register_event_names
 from flock.models import Crow
 from nests.actions.lists import briefs
-from nests.actions.lists.ending import BUDGET, FAILURE, lock_list, maybe_finish, skip_item
+from nests.actions.lists.ending import BUDGET, FAILURE, maybe_finish, skip_item
 from nests.actions.lists.sorties import BOOT_ID, cancel_unflown, queue_sortie
 from nests.models import FlightGate, Item, Sortie, TodoList
 from trust.actions.locking import lock_event_log
@@ -53,22 +53,25 @@ def lock_gate() -> None:
     lock_or_create(FlightGate, pk=1)
 
 
-def lock_sortie(sortie_pk: int, *, owners: tuple[int, int] | None = None) -> tuple[Sortie, TodoList, Item]:
-    """Lock a sortie with its list and item, in the lists' one order: the list's row
-    first (as lock_list everywhere), then the item, then the sortie. Landing a sortie can
-    touch its siblings (cancel them, queue the Elder), so a take-off that locked its own
-    sortie before the list could deadlock with it. `owners` is the sortie's (list pk, item
-    pk) when the caller knows them (a sortie never changes list or item), else read here."""
-    list_pk, item_pk = owners or Sortie.objects.filter(pk=sortie_pk).values_list("todo_list_id", "item_id").get()
-    todo = lock_list(list_pk)
-    item = Item.objects.select_for_update().get(pk=item_pk)
+def lock_sortie(sortie_pk: int) -> tuple[Sortie, TodoList, Item]:
+    """Lock a sortie with its list and item, in one statement and in the lists' one
+    order: the list's row first (as lock_list everywhere), then the item, then the
+    sortie. Landing a sortie can touch its siblings (cancel them, queue the Elder), so a
+    take-off that locked its own sortie before the list could deadlock with it.
+
+    PostgreSQL takes a `FOR UPDATE OF` statement's row locks in the order the `OF` list
+    names the tables, each after the one before is granted, and hands back the rows as
+    they are once locked (READ COMMITTED re-reads a row that changed while it waited): the
+    same as three `SELECT … FOR UPDATE`s in that order, in one round trip instead of
+    three (docs/PERFORMANCE.md, eighth pass)."""
+    lock_event_log()  # the one lock order: the event log's, then rows (lock_list)
+    sortie = (
+        Sortie.objects.select_related("todo_list", "item")
+        .select_for_update(of=("todo_list", "item", "self"))
+        .get(pk=sortie_pk)
+    )
+    todo, item = sortie.todo_list, sortie.item
     item.todo_list = todo
-    sortie = Sortie.objects.select_for_update().get(pk=sortie_pk)
-    if (sortie.todo_list_id, sortie.item_id) != (list_pk, item_pk):
-        # Wrong owners locked the wrong rows, out of order: refuse rather than fly.
-        raise ValueError(f"sortie {sortie_pk} belongs to list/item {sortie.todo_list_id}/{sortie.item_id}, "
-                         f"not {list_pk}/{item_pk}")
-    sortie.todo_list, sortie.item = todo, item
     return sortie, todo, item
 
 
@@ -165,14 +168,14 @@ class InAir:
 IN_AIR = InAir()
 
 
-def launch_sortie(sortie_pk: int, *, owners: tuple[int, int] | None = None) -> Launch | None:
+def launch_sortie(sortie_pk: int) -> Launch | None:
     """Take off, or wait for a slot, or cancel. Returns what to fly when this process
     should fly it now, else None; a sortie returned is in IN_AIR until the caller
-    releases it. `owners` as for lock_sortie."""
+    releases it."""
     taken = False
     try:
         with transaction.atomic():
-            launch = _launch(sortie_pk, owners=owners)
+            launch = _launch(sortie_pk)
             if launch is not None:
                 # Before the commit: a duplicate task waiting for the sortie's row lock
                 # finds it taken once it gets the row.
@@ -185,8 +188,8 @@ def launch_sortie(sortie_pk: int, *, owners: tuple[int, int] | None = None) -> L
     return launch
 
 
-def _launch(sortie_pk: int, *, owners: tuple[int, int] | None) -> Launch | None:
-    sortie, todo, item = lock_sortie(sortie_pk, owners=owners)
+def _launch(sortie_pk: int) -> Launch | None:
+    sortie, todo, item = lock_sortie(sortie_pk)
     if sortie.status == Sortie.Status.FLYING:
         if sortie.claimed_by == BOOT_ID and sortie_pk in IN_AIR:
             return None  # in the air in a sibling thread of this process
@@ -218,14 +221,16 @@ def _launch(sortie_pk: int, *, owners: tuple[int, int] | None) -> Launch | None:
         skip_item(item, reason=BUDGET)
         return None
     item.tokens_reserved += estimate
-    item.save(update_fields=["tokens_reserved"])
     todo.tokens_reserved += estimate
-    todo.save(update_fields=["tokens_reserved"])
     sortie.status = Sortie.Status.FLYING
     sortie.claimed_by = BOOT_ID
     sortie.estimate = estimate
     sortie.started_at = timezone.now()
-    sortie.save(update_fields=["status", "claimed_by", "estimate", "started_at"])
+    save_fields(
+        (item, ["tokens_reserved"]),
+        (todo, ["tokens_reserved"]),
+        (sortie, ["status", "claimed_by", "estimate", "started_at"]),
+    )
     emit(
         "crow.flying",
         {"item_id": item.item_id, "crow": sortie.crow, "borrowed": sortie.borrowed},
@@ -240,35 +245,35 @@ def land_sortie(
     *,
     jev: dict[str, Any] | None = None,
     request: BrainRequest | None = None,
-    owners: tuple[int, int] | None = None,
 ) -> Sortie | None:
     """Land the sortie with what its brain said, count its real tokens, hand its slot on
     and move its item along. None when it was not this process's to land. `request` is
-    what the crow was asked (rebuilt from the rows when not given), for the flight log;
-    `owners` as for lock_sortie."""
+    what the crow was asked (rebuilt from the rows when not given), for the flight log."""
     from nests.actions.lists.banter import maybe_start_banter
     from nests.actions.lists.progress import after_elder_landed, after_worker_landed
     from nests.actions.lists.triage import conclude_triage
 
     with transaction.atomic():
-        sortie, todo, item = lock_sortie(sortie_pk, owners=owners)
+        sortie, todo, item = lock_sortie(sortie_pk)
         if sortie.status != Sortie.Status.FLYING or sortie.claimed_by != BOOT_ID:
             return None
         tokens = max(0, int(reply.tokens_in)) + max(0, int(reply.tokens_out))
         error = "" if reply.ok else (reply.error or "the crow came back with nothing")
         item.tokens_reserved = max(0, item.tokens_reserved - sortie.estimate)
         item.tokens_used += tokens
-        item.save(update_fields=["tokens_reserved", "tokens_used"])
         todo.tokens_reserved = max(0, todo.tokens_reserved - sortie.estimate)
         todo.tokens_used += tokens
-        todo.save(update_fields=["tokens_reserved", "tokens_used"])
         sortie.status = Sortie.Status.LANDED
         sortie.ok = reply.ok
         sortie.text = reply.text if reply.ok else ""
         sortie.error = error
         sortie.tokens = tokens
         sortie.landed_at = timezone.now()
-        sortie.save(update_fields=["status", "ok", "text", "error", "tokens", "landed_at"])
+        save_fields(
+            (item, ["tokens_reserved", "tokens_used"]),
+            (todo, ["tokens_reserved", "tokens_used"]),
+            (sortie, ["status", "ok", "text", "error", "tokens", "landed_at"]),
+        )
         record_flight(
             crow=sortie.crow, provider=reply.provider, model=reply.model, task=sortie.task,
             ok=reply.ok, tokens_in=reply.tokens_in, tokens_out=reply.tokens_out,
@@ -296,20 +301,19 @@ def land_sortie(
     return sortie
 
 
-def fly_sortie(sortie_pk: int, *, owners: tuple[int, int] | None = None) -> str:
+def fly_sortie(sortie_pk: int) -> str:
     """The whole flight of one sortie; what the background task runs. Idempotent: a
     sortie whose flight failed after take-off is flown again by the next run (InAir)."""
     from nests.actions.lists.triage import ask_jev
 
-    launched = launch_sortie(sortie_pk, owners=owners)
+    launched = launch_sortie(sortie_pk)
     if launched is None:
         return "not flown"
     try:
         sortie, request, brain_spec = launched
         reply = get_brain(brain_spec).think(request)
         jev = ask_jev(sortie.item.text) if sortie.role == Sortie.Role.SENTRY else None
-        owners = (sortie.todo_list_id, sortie.item_id)
-        landed = land_sortie(sortie_pk, reply, jev=jev, request=request, owners=owners)
+        landed = land_sortie(sortie_pk, reply, jev=jev, request=request)
     finally:
         IN_AIR.release(sortie_pk)
     return "landed" if landed else "landed elsewhere"

@@ -28,9 +28,7 @@ BANTER_PRIORITY = 25  # one short call; finishing sooner beats waiting out the b
 def queue_sortie(sortie: Sortie) -> None:
     from nests.tasks import fly_sortie_task
 
-    # Its list and item ride along, so the flight need not look them up to lock them.
-    owners = [sortie.todo_list_id, sortie.item_id]
-    fly_sortie_task.using(priority=PRIORITY[sortie.role]).enqueue(sortie.pk, owners=owners)
+    fly_sortie_task.using(priority=PRIORITY[sortie.role]).enqueue(sortie.pk)
 
 
 def plan_sortie(

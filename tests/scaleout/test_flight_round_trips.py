@@ -1,0 +1,136 @@
+"""A flight's round trips on PostgreSQL (docs/PERFORMANCE.md, eighth pass).
+
+- It locks its list, item and sortie in one statement (nests/actions/lists/flights.py
+  `lock_sortie`), still in the lists' one lock order: list, then item, then sortie. The
+  order is what keeps a take-off from deadlocking with a landing that cancels its
+  siblings: a second connection holds the item's row, the flight's lock statement waits
+  for it, and meanwhile the list's row is already locked and the sortie's is not.
+- It writes its item, list and sortie in one round trip (flock.db.save_fields), and a row
+  that is gone fails the whole transaction, as `save(update_fields=…)` does."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.services import missing_postgres, run_on_fresh_postgres
+
+pytestmark = [pytest.mark.scaleout, pytest.mark.live]
+
+_why = missing_postgres()
+if _why:
+    pytest.skip(_why, allow_module_level=True)
+
+SCRIPT = """
+import json, os, threading, time
+import psycopg
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from nests.actions import post_list
+from nests.actions.lists.flights import lock_sortie
+from nests.models import Sortie
+
+todo = post_list("milk", requester="ada")
+sortie = Sortie.objects.get(todo_list=todo)
+url = os.environ["DATABASE_URL"]
+steps = {}
+
+with transaction.atomic(), CaptureQueriesContext(connection) as seen:
+    locked, locked_list, locked_item = lock_sortie(sortie.pk)
+steps["statements"] = len(seen.captured_queries)
+steps["rows"] = [locked.pk, locked_list.pk, locked_item.pk, locked_item.todo_list.pk]
+steps["expected"] = [sortie.pk, todo.pk, sortie.item_id, todo.pk]
+
+holder = psycopg.connect(url)  # its transaction holds the item's row until rolled back
+holder.execute("SELECT 1 FROM nests_item WHERE id = %s FOR UPDATE", [sortie.item_id])
+finished = threading.Event()
+
+def fly():
+    with transaction.atomic():
+        lock_sortie(sortie.pk)
+    connection.close()
+    finished.set()
+
+flight = threading.Thread(target=fly)
+flight.start()
+probe = psycopg.connect(url, autocommit=True)
+waiting = 0
+for _ in range(200):
+    waiting = probe.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+    ).fetchone()[0]
+    if waiting:
+        break
+    time.sleep(0.05)
+steps["waiting for the item"] = waiting
+
+def row_lock(table, pk):
+    try:
+        with probe.transaction():
+            probe.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR UPDATE NOWAIT", [pk])
+        return "free"
+    except psycopg.errors.LockNotAvailable:
+        return "held"
+
+steps["list"] = row_lock("nests_todolist", todo.pk)
+steps["sortie"] = row_lock("nests_sortie", sortie.pk)
+steps["finished before the item was let go"] = finished.is_set()
+holder.rollback()
+flight.join(30)
+steps["finished after"] = finished.is_set()
+print(json.dumps(steps))
+"""
+
+
+def test_a_flight_locks_list_item_and_sortie_in_one_statement_and_in_the_lists_order(tmp_path):
+    steps = run_on_fresh_postgres(SCRIPT, tmp_path)
+
+    assert steps["statements"] == 1
+    assert steps["rows"] == steps["expected"]
+    assert steps["waiting for the item"] == 1
+    # Waiting for the item, the flight already holds its list and not yet its sortie.
+    assert steps["list"] == "held"
+    assert steps["sortie"] == "free"
+    assert not steps["finished before the item was let go"]
+    assert steps["finished after"]
+
+
+SAVE_FIELDS = """
+import json
+from django.db import DatabaseError, connection, transaction
+from django.test.utils import CaptureQueriesContext
+from flock.db import save_fields
+from nests.actions import post_list
+from nests.models import Item, Sortie
+
+todo = post_list("milk", requester="ada")
+sortie = Sortie.objects.get(todo_list=todo)
+item = sortie.item
+steps = {}
+with transaction.atomic(), CaptureQueriesContext(connection) as seen:
+    todo.tokens_reserved, item.tokens_used, sortie.text = 7, 11, "caw; it's done"
+    save_fields((item, ["tokens_used"]), (todo, ["tokens_reserved"]), (sortie, ["text"]))
+steps["statements"] = len(seen.captured_queries)
+todo.refresh_from_db(); item.refresh_from_db(); sortie.refresh_from_db()
+steps["saved"] = [todo.tokens_reserved, item.tokens_used, sortie.text]
+
+gone = Item(pk=item.pk + 1000, todo_list=todo)
+try:
+    with transaction.atomic():
+        todo.tokens_reserved = 99
+        save_fields((todo, ["tokens_reserved"]), (gone, ["tokens_used"]))
+    steps["error"] = ""
+except DatabaseError as exc:
+    steps["error"] = str(exc)
+todo.refresh_from_db()
+steps["after the error"] = todo.tokens_reserved
+print(json.dumps(steps))
+"""
+
+
+def test_a_flights_row_writes_go_in_one_round_trip_and_a_missing_row_rolls_all_back(tmp_path):
+    steps = run_on_fresh_postgres(SAVE_FIELDS, tmp_path)
+
+    assert steps["statements"] == 1
+    assert steps["saved"] == [7, 11, "caw; it's done"]
+    assert "no row to update: Item" in steps["error"]
+    assert steps["after the error"] == 7
