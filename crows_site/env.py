@@ -96,13 +96,14 @@ def env_origins(name: str) -> list[str]:
 
 
 def settings_or_exit(program: str) -> None:
-    """Read the settings now, before any command or server starts: a value the
-    environment gets wrong stops `program` with one line naming it and exit status 2,
-    instead of a traceback with the one useful line at its end."""
-    from django.conf import settings
+    """Read the settings and set Django up now, before any command or server starts: a
+    value the environment gets wrong stops `program` with one line naming it and exit
+    status 2, instead of a traceback with the one useful line at its end. Setting up
+    covers what the apps check when they load, CROWS_BRAIN among them (flock/apps.py)."""
+    import django
 
     try:
-        settings.INSTALLED_APPS  # noqa: B018 (reading it loads the settings module)
+        django.setup()
     except ImproperlyConfigured as exc:
         sys.stderr.write(f"{program}: {exc}\n")
         raise SystemExit(2) from None

@@ -138,11 +138,11 @@ def hatch_crow(
     if model and not MODEL_SPEC_RE.fullmatch(model):
         raise BadInput(f"model must be mock, openai:<model>, anthropic:<model> or script:<path>, got {model!r}")
     if model:
-        from flock.brains import ScriptError, check_brain_spec
+        from flock.brains import BrainSpecError, check_brain_spec
 
         try:
             check_brain_spec(model)
-        except ScriptError as exc:
+        except BrainSpecError as exc:
             raise BadInput(str(exc)) from None
     with transaction.atomic():
         if Crow.objects.select_for_update().filter(name__iexact=name).exists():
@@ -219,11 +219,11 @@ def clean_crow_field(field: str, value: Any) -> Any:
                 f"model must be blank, mock, openai:<model>, anthropic:<model> or script:<path>, got {value[:60]!r}"
             )
         if value:
-            from flock.brains import ScriptError, check_brain_spec
+            from flock.brains import BrainSpecError, check_brain_spec
 
             try:
                 check_brain_spec(value)
-            except ScriptError as exc:
+            except BrainSpecError as exc:
                 raise BadInput(str(exc)) from None
         return value
     if field == "task_types":

@@ -16,13 +16,14 @@ def _check_default_brain() -> None:
     from django.conf import settings
     from django.core.exceptions import ImproperlyConfigured
 
-    from flock.brains import ScriptError, check_brain_spec
+    from flock.brains import BrainSpecError, check_brain_spec
 
-    # A script brain whose file is missing or malformed stops start-up, naming the file,
-    # rather than turning every crow's reply into an error later (docs/BRAINS.md).
+    # A brain that cannot think (an unknown provider, a missing model, a script file that
+    # is missing or malformed) stops start-up, naming it, rather than turning every crow's
+    # reply into an error later (docs/BRAINS.md).
     try:
         check_brain_spec(settings.CROWS_BRAIN)
-    except ScriptError as exc:
+    except BrainSpecError as exc:
         raise ImproperlyConfigured(f"CROWS_BRAIN: {exc}") from None
 
 

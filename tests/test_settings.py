@@ -20,6 +20,9 @@ from tests.support.server import ROOT, base_env
         ("CROWS_TASK_LEASE_S", "0.1"),
         ("DATABASE_URL", "mysql://x@localhost/db"),
         ("REDIS_URL", "http://localhost:6379"),
+        ("CROWS_BRAIN", "bogus"),
+        ("CROWS_BRAIN", "openai:"),
+        ("CROWS_BRAIN", "script:/no/such/rules.json"),
     ],
 )
 def test_a_bad_value_stops_start_up_naming_the_variable(tmp_path, name, value):
@@ -41,6 +44,18 @@ def test_the_server_also_stops_in_one_line(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "so-many-crows: DATABASE_URL must be a sqlite:// or postgres:// URL, got scheme 'mysql'"
+    )
+
+
+def test_the_server_stops_in_one_line_on_a_brain_that_cannot_think(tmp_path):
+    env = base_env(CROWS_DATA_DIR=str(tmp_path), CROWS_BRAIN="gpt-4o")
+    result = subprocess.run(
+        [sys.executable, "-c", "import crows_site.asgi"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "so-many-crows: CROWS_BRAIN: Unknown brain provider 'gpt-4o' in 'gpt-4o': use mock, openai:<model>, "
+        "anthropic:<model> or script:<path>."
     )
 
 

@@ -25,7 +25,7 @@ from flock.brains.mock import MockBrain
 from flock.brains.prompts import estimate_tokens, prompt_text, prompt_tokens, system_prompt
 from flock.brains.providers import AnthropicBrain, OpenAIBrain, warm_up
 from flock.brains.script import ScriptBrain, ScriptError, load_rules
-from flock.brains.types import Brain, BrainReply, BrainRequest, Persona
+from flock.brains.types import Brain, BrainReply, BrainRequest, BrainSpecError, Persona
 
 __all__ = [
     "prompt_text",
@@ -37,6 +37,7 @@ __all__ = [
     "Header",
     "MockBrain",
     "ScriptBrain",
+    "BrainSpecError",
     "ScriptError",
     "check_brain_spec",
     "Persona",
@@ -109,8 +110,10 @@ def _build(spec: str) -> Brain:
 
 
 def check_brain_spec(spec: str) -> None:
-    """Raise ScriptError when `spec` is a `script:` brain whose file cannot be used, so a
-    bad file stops start-up with a message naming it instead of failing every call."""
-    provider, _, rest = (spec or "").strip().partition(":")
-    if provider.strip().lower() == "script":
-        load_rules(rest.strip())
+    """Raise BrainSpecError when `spec` names no brain that can think: an unknown
+    provider, a provider without its model, or a `script:` file that cannot be used. Run
+    at start-up for CROWS_BRAIN, so a typo stops the server with a message naming it
+    instead of failing every crow's call (docs/BRAINS.md)."""
+    brain = _build((spec or "").strip() or "mock")
+    if isinstance(brain, ErrorBrain):
+        raise BrainSpecError(brain.error)

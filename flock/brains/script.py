@@ -31,7 +31,7 @@ from typing import Any
 
 from flock.brains.mock import MockBrain
 from flock.brains.prompts import estimate_tokens
-from flock.brains.types import BrainReply, BrainRequest
+from flock.brains.types import BrainReply, BrainRequest, BrainSpecError
 
 PROVIDER = "script"
 TASKS: tuple[str, ...] = ("chat", "triage", "answer", "subtask", "merge", "synthesise", "banter")
@@ -39,7 +39,7 @@ RULE_KEYS = frozenset({"crow", "task", "match", "reply", "once"})
 _PLACEHOLDER = re.compile(r"\{(msg_id|refers_to|author)\}")
 
 
-class ScriptError(ValueError):
+class ScriptError(BrainSpecError):
     """A script file that cannot be used; the message names the file and the problem."""
 
 

@@ -72,6 +72,11 @@ class BrainReply:
         )
 
 
+class BrainSpecError(ValueError):
+    """A brain spec (`provider:model`) that names no brain that can think; the message
+    says what is wrong and how to write it."""
+
+
 @runtime_checkable
 class Brain(Protocol):
     """Anything that thinks. ``think`` never raises: errors come back as ``ok=False``."""

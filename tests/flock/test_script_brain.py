@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from flock.brains import BrainRequest, Persona, ScriptError, check_brain_spec, get_brain
+from flock.brains import BrainRequest, BrainSpecError, Persona, ScriptError, check_brain_spec, get_brain
 from flock.brains.script import load_rules
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,9 +97,20 @@ def test_a_bad_file_is_refused_naming_it(tmp_path, content, words):
 
 
 def test_a_missing_file_is_refused():
-    with pytest.raises(ScriptError, match="does not exist"):
+    with pytest.raises(BrainSpecError, match="does not exist"):
         check_brain_spec("script:/nonexistent/rules.json")
     check_brain_spec("mock")
+
+
+@pytest.mark.parametrize("spec, says", [
+    ("bogus", "Unknown brain provider 'bogus'"),
+    ("openai:", "names no model"),
+    ("anthropic", "names no model"),
+])
+def test_a_spec_that_names_no_brain_is_refused(spec, says):
+    with pytest.raises(BrainSpecError, match=says):
+        check_brain_spec(spec)
+    check_brain_spec("openai:gpt-4o-mini")  # a real model needs no key to be named
 
 
 def test_a_bad_script_as_crows_brain_stops_start_up(tmp_path):

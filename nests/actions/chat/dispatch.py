@@ -39,6 +39,7 @@ from flock.vocab import HARNESS_AUTHORS, OWNER
 from nests import queries
 from nests.actions.chat import budgets, debates, orchestration
 from nests.actions.chat.claims import CONSPIRACY_CAP, decliners
+from nests.actions.chat.status_question import is_status_question
 from nests.models import ChatRequest, Claim, Invocation, Nest, NestMessage
 
 log = logging.getLogger("crows.chat")
@@ -58,12 +59,6 @@ class Decision:
     expect: str
     fit: float | None = None
     candidates: dict[str, float] = field(default_factory=dict)
-
-
-def _asks_for_status(text: str) -> bool:
-    from nests.actions.chat.quill import is_status_question  # quill builds on this module
-
-    return is_status_question(text)
 
 
 def is_question(text: str) -> bool:
@@ -238,7 +233,7 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
             if not _active(addressed):
                 return None
             return Decision(addressed, "addressed", "claim" if kind == "request" else "say")
-        if author == OWNER and _asks_for_status(message.text):
+        if author == OWNER and is_status_question(message.text):
             # "What's happening?" is Quill's to answer from the rooms, whatever Jev tagged
             # it: routed as a request, a crow would take the question for work.
             quill = queries.quill()

@@ -22,20 +22,13 @@ from nests import queries
 from nests.actions.chat.claims import mark_relayed, request_for
 from nests.actions.chat.dispatch import best_fit
 from nests.actions.chat.replies import Reply, post_reply
+from nests.actions.chat.status_question import is_status_question, without_mentions
 from nests.models import ChatRequest, Invocation, Nest, NestMessage
 
 SUMMARY_REQUESTS = 10
 SUMMARY_NESTS = 5
 GIST_WORDS = 10
 
-# A question about the state of things, not a request that mentions a status ("draft a
-# status update" is work for a crow, "status?" is a question for Quill).
-STATUS_RE = re.compile(
-    r"\b(?:what(?:'s|s| is)\s+(?:happening|going on|up)|where\s+are\s+we|what(?:'s| is)\s+the\s+status|"
-    r"who(?:'s| is)\s+doing\s+what|any\s+(?:news|updates?)|update\s+me|what(?:'s| is)\s+(?:still\s+)?open)\b"
-    r"|\bstatus(?:\s+(?:update|report|check))?\s*\?|^\s*status\s*[.!]?\s*$",
-    re.IGNORECASE,
-)
 RELAY_RES = (
     re.compile(
         r"\b(?:ask|tell|get|have)\s+(?:the\s+)?(?P<nest>[\w][\w -]{0,40}?)\s+nest\s+(?:crows\s+)?(?:to\s+)?(?P<task>.+)$",
@@ -57,7 +50,6 @@ RELAY_RES = (
 # How Quill opens a request it carries for the owner; a crow's brain is given the words after it.
 RELAY_PREAMBLE_RE = re.compile(r"^@[\w-]+,\s+(?:from|for)\s+@owner:\s*", re.IGNORECASE)
 NEST_WORD_RE = re.compile(r"\b(?:in|on|at|for|of)\s+(?:the\s+)?(?P<nest>[\w-]+)(?:\s+nest)?\b", re.IGNORECASE)
-MENTION_RE = re.compile(r"(?<![\w@])@[A-Za-z][\w-]*[,:]?\s*")
 
 
 def task_words(text: str) -> str:
@@ -65,17 +57,9 @@ def task_words(text: str) -> str:
     return RELAY_PREAMBLE_RE.sub("", text).strip() or text
 
 
-def _words(text: str) -> str:
-    return " ".join(MENTION_RE.sub("", text).split())
-
-
-def is_status_question(text: str) -> bool:
-    return bool(STATUS_RE.search(_words(text)))
-
-
 def parse_relay(text: str) -> tuple[str, str] | None:
     """(nest words, task) when the owner asks Quill to carry a request into a nest."""
-    words = _words(text)
+    words = without_mentions(text)
     for pattern in RELAY_RES:
         m = pattern.search(words)
         if m and queries.find_nest(m.group("nest")) is not None and m.group("task").strip(" .!"):
@@ -141,7 +125,7 @@ def status_text(nests: list[Nest]) -> str:
 
 
 def _nests_asked_about(inv: Invocation, text: str) -> list[Nest]:
-    for m in NEST_WORD_RE.finditer(_words(text)):
+    for m in NEST_WORD_RE.finditer(without_mentions(text)):
         named = queries.find_nest(m.group("nest"))
         if named is not None:
             return [named]
@@ -203,7 +187,7 @@ def _route(inv: Invocation, crow: Crow) -> NestMessage | str:
         return (
             "Nobody in this room can take that yet. Add a crow to the nest, or ask @Boss to hatch one."
         )
-    text = _words(trigger.text)
+    text = without_mentions(trigger.text)
     relayed = post_reply(
         inv,
         crow,
