@@ -48,9 +48,12 @@ application = ProtocolTypeRouter(
 )
 
 from flock.jev import warm_in_background  # noqa: E402
+from flock.stream.quiet_outage import say_if_redis_is_away  # noqa: E402
 
 # Jev's models and fit vocabulary load off the request path (db_worker does the same).
 warm_in_background()
+# A wrong REDIS_URL is said now, in one line, not at the first stream (db_worker too).
+say_if_redis_is_away("so-many-crows")
 
 if settings.CROWS_EMBEDDED_WORKER and os.environ.get("CROWS_NO_WORKER_ON_IMPORT") != "1":
     from flock import worker  # noqa: E402

@@ -78,3 +78,28 @@ def test_a_worker_that_cannot_reach_its_database_stops_in_one_line(tmp_path):
     )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.strip() == "CommandError: the database in DATABASE_URL is not answering: unable to open database file"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("command, program", [
+    (["-c", "import crows_site.asgi"], "so-many-crows"),
+    (["manage.py", "db_worker", "--batch", "--no-reload"], "db_worker"),
+])
+def test_a_redis_that_does_not_answer_is_said_at_start_up_in_one_line_and_the_process_runs_on(
+    tmp_path, command, program
+):
+    url = f"redis://127.0.0.1:{_free_port()}"  # nothing listens there
+    env = base_env(CROWS_DATA_DIR=str(tmp_path), CROWS_EMBEDDED_WORKER="0", REDIS_URL=url)
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True, timeout=120)
+    result = subprocess.run([sys.executable, *command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    said = [line for line in result.stderr.splitlines() if "REDIS_URL" in line]
+    assert said == [line for line in said if line.startswith(f"{program}: REDIS_URL {url} is not answering")]
+    assert len(said) == 1 and "Traceback" not in result.stderr

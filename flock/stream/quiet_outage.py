@@ -37,3 +37,33 @@ class RedisOutageLogs(logging.Filter):
         record.args = None
         record.exc_info = record.exc_text = None
         return True
+
+
+def say_if_redis_is_away(program: str) -> bool:
+    """At start-up, with REDIS_URL set: whether Redis answers, and one warning line naming
+    REDIS_URL when it does not. Not an error: a server runs on without Redis (its own
+    subscribers get its events at once, other servers' through the database poll), but a
+    wrong host or port should be said when the process starts, not at the first stream.
+    """
+    from django.conf import settings
+
+    url = getattr(settings, "REDIS_URL", "")
+    if not url:
+        return True
+    import redis
+
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=1.0, socket_timeout=1.0)
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except Exception as exc:
+        logging.getLogger("crows.stream").warning(
+            "%s: REDIS_URL %s is not answering (%s: %s); streams go on through the database, "
+            "other servers' events arriving within CROWS_STREAM_POLL_S (%s s), until it does",
+            program, url, type(exc).__name__, str(exc).strip().splitlines()[0] if str(exc).strip() else "",
+            settings.CROWS_STREAM_POLL_S,
+        )
+        return False
+    return True

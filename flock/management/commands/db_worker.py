@@ -40,8 +40,11 @@ class Command(StockCommand):
     help = "Run a pool of background worker threads with leases (flock's db_worker)"
 
     def check(self, *args: Any, **kwargs: Any) -> None:
+        from flock.stream.quiet_outage import say_if_redis_is_away
+
         # Before the system checks, which are the first to need the database.
         _database_answers()
+        say_if_redis_is_away("db_worker")
         super().check(*args, **kwargs)
 
     def add_arguments(self, parser: ArgumentParser) -> None:
