@@ -103,7 +103,9 @@ def settings_or_exit(program: str) -> None:
     import django
 
     try:
-        django.setup()
+        # Without the script prefix, as Django's own ASGI set-up does; manage.py's set-up
+        # sets it, after this one.
+        django.setup(set_prefix=False)
     except ImproperlyConfigured as exc:
         sys.stderr.write(f"{program}: {exc}\n")
         raise SystemExit(2) from None

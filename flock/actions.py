@@ -106,7 +106,8 @@ def log_jev_tag(answer: Any, *, subject: str = "", text: str = "", outcome: dict
 PROMPT_LOG_MAX_CHARS = 20000
 CROW_NAME_RE = re.compile(r"^[A-Z][A-Za-z0-9_-]{0,39}$")
 RESERVED_NAMES = frozenset({"owner", "harness", "flock", "sentry", "elder", "all", "everyone"})
-MODEL_SPEC_RE = re.compile(r"^(?:mock|openai|anthropic|script)(?::[\w.:/-]{1,100})?$")
+# `mock` alone, every other provider with its model: a bare `openai` names no brain.
+MODEL_SPEC_RE = re.compile(r"^(?:mock(?::[\w.:/-]{1,100})?|(?:openai|anthropic|script):[\w.:/-]{1,100})$")
 STRENGTH_MAX = 200
 # Roles that keep the flock running; Boss may not retire them.
 KEPT_ROLES = (Crow.Role.ASSISTANT, Crow.Role.CHIEF_OF_STAFF, Crow.Role.SENTRY, Crow.Role.ELDER)

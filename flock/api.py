@@ -8,7 +8,17 @@ from flock.brains.config import default_brain_spec
 from flock.brains.probe import is_mock, test_connection
 from flock.errors import BadInput, NotFound
 from flock.models import Crow
-from flock.schemas import BrainsOut, BrainTestIn, BrainTestOut, CrowOut, CrowPatchIn, IdParam, errors
+from flock.schemas import (
+    BrainsOut,
+    BrainTestIn,
+    BrainTestOut,
+    CrowOut,
+    CrowPatchIn,
+    IdParam,
+    JevTagOut,
+    JevTagsLimit,
+    errors,
+)
 
 router = Router(tags=["flock"])
 
@@ -66,3 +76,10 @@ def test_brain(request: HttpRequest, payload: BrainTestIn) -> dict:
     elif spec:
         spec = actions.clean_crow_field("model", spec)
     return test_connection(spec)
+
+
+@router.get("/jev/tags", response={200: list[JevTagOut], **errors()})
+def jev_tags(request: HttpRequest, subject: IdParam = "", question: IdParam = "", limit: JevTagsLimit = 50) -> list[dict]:
+    """Jev's tag log, newest first: every answer with its probabilities (docs/JEV.md).
+    `subject` is what was tagged: a message's `msg_id` (its kind), an `item_id` (its triage)."""
+    return queries.jev_tags(subject=subject, question=question, limit=limit)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from django.db import DatabaseError, connection, connections, models, transaction
+from django.db import connection, connections, models, transaction
 from django.db.models.sql import UpdateQuery
 from django.db.utils import InterfaceError, OperationalError
 
@@ -52,9 +52,18 @@ def save_fields(*rows: tuple[models.Model, Sequence[str]]) -> None:
     default cursor) sends several statements as one query. A take-off and a landing each
     write their item, list and sortie: one round trip instead of three, and the list's row
     lock, which the list's other flights queue for, is let go that much sooner
-    (docs/PERFORMANCE.md, eighth pass). Elsewhere, one `save` per row. Like `save`, a row
-    that is no longer there is an error, and the caller's transaction rolls back."""
-    if connection.vendor != "postgresql" or len(rows) < 2:
+    (docs/PERFORMANCE.md, eighth pass). Elsewhere, or with server-side binding (which takes
+    one statement per query), one `save` per row. Like `save`, a row that is no longer
+    there raises its model's `NotUpdated`, and the caller's transaction rolls back.
+
+    For plain values of a row's own concrete fields: not for fields of an inherited
+    parent's table, nor for expressions (`F()`), which `save` would handle."""
+    if any(not fields for _, fields in rows):
+        raise ValueError("save_fields needs at least one field for every row")
+    one_query = connection.vendor == "postgresql" and not connection.settings_dict.get("OPTIONS", {}).get(
+        "server_side_binding"
+    )
+    if not one_query or len(rows) < 2:
         for row, fields in rows:
             row.save(update_fields=fields)
         return
@@ -74,9 +83,11 @@ def save_fields(*rows: tuple[models.Model, Sequence[str]]) -> None:
         counts = [cursor.rowcount]
         while cursor.nextset():
             counts.append(cursor.rowcount)
-    missing = [f"{type(row).__name__} {row.pk}" for (row, _), n in zip(rows, counts, strict=True) if n != 1]
-    if missing:
-        raise DatabaseError(f"save_fields found no row to update: {', '.join(missing)}")
+    for (row, _), count in zip(rows, counts, strict=True):
+        if count != 1:
+            # Model.NotUpdated is new in Django 6.0; the stubs do not have it yet.
+            not_updated = type(row).NotUpdated  # type: ignore[attr-defined]
+            raise not_updated(f"save_fields found no {type(row).__name__} {row.pk} to update")
 
 
 def action_atomic() -> transaction.Atomic:

@@ -127,6 +127,10 @@ class JevTag(models.Model):
     local_choice = models.CharField(max_length=40, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
+    class Meta:
+        # GET /api/jev/tags?subject= (a message's kind, looked up as it arrives live).
+        indexes = [models.Index(fields=["subject", "question"], name="jevtag_subject")]
+
 
 class PrunedStream(models.Model):
     """How far retention has pruned one stream ("*", "list:<id>", "nest:<id>"): the newest

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from flock.brains import Persona
-from flock.models import Crow
+from flock.events import rfc3339
+from flock.models import Crow, JevTag
 
 
 def living_crows() -> QuerySet[Crow]:
@@ -20,6 +21,23 @@ def roster_names() -> list[str]:
 
 def crow_named(name: str) -> Crow | None:
     return Crow.objects.filter(name=name).first()
+
+
+def jev_tags(*, subject: str = "", question: str = "", limit: int = 50) -> list[dict]:
+    """Jev's tag log, newest first, as GET /api/jev/tags shows it."""
+    rows = JevTag.objects.order_by("-id")
+    if subject:
+        rows = rows.filter(subject=subject)
+    if question:
+        rows = rows.filter(question=question)
+    return [
+        {
+            "question": t.question, "subject": t.subject, "text": t.text, "choice": t.choice, "band": t.band,
+            "probs": t.probs, "source": t.source, "local_choice": t.local_choice or t.choice, "outcome": t.outcome,
+            "impl": t.impl, "version": t.version, "latency_ms": round(t.latency_ms, 2), "at": rfc3339(t.created_at),
+        }
+        for t in rows[:limit]
+    ]
 
 
 def _percentile(values: list[float], q: float) -> float:

@@ -162,12 +162,11 @@ def errors(*statuses: int, write: bool = False) -> dict[int, type[Schema]]:
     return {code: (RateLimitedOut if code == 429 else ErrorOut) for code in sorted(codes)}
 
 
-# flock.actions.MODEL_SPEC_RE as the document states it. That regex also lets a bare
-# `script` through, which the brain check then refuses (a script brain needs its file), so
-# the document asks for `script:<path>`: a spec valid by the document is never refused for
-# its shape; only a script file that is missing or broken is (docs/API.md, "Rules no schema
-# states"). tests/api/test_openapi.py holds the two to agreeing.
-MODEL_SPEC = r"(?:mock|openai|anthropic)(?::[\w.:/-]{1,100})?|script:[\w.:/-]{1,100}"
+# flock.actions.MODEL_SPEC_RE as the document states it: `mock` alone, every other provider
+# with its model (`openai:<model>`, `script:<path>`). A spec valid by the document is never
+# refused for its shape; only a script file that is missing or broken is (docs/API.md,
+# "Rules no schema states"). tests/api/test_api_bounds.py holds the two to agreeing.
+MODEL_SPEC = r"mock(?::[\w.:/-]{1,100})?|(?:openai|anthropic|script):[\w.:/-]{1,100}"
 
 
 def model_spec_pattern(*, blank: bool) -> str:
@@ -252,3 +251,31 @@ class BrainsOut(Schema):
     default: str
     default_is_mock: bool
     crows: list[CrowOut]
+
+
+JEV_TAGS_MAX = 200
+
+# GET /api/jev/tags?limit=: out of range is a 400 naming it, as for /api/flights.
+JevTagsLimit = Annotated[
+    int,
+    Field(ge=1, le=JEV_TAGS_MAX, description="rows, newest first (default 50)"),
+    says(f"limit must be a whole number from 1 to {JEV_TAGS_MAX}, got {{value}}"),
+]
+
+
+class JevTagOut(Schema):
+    """One answer of Jev's, as its tag log keeps it (docs/JEV.md)."""
+
+    question: str = Field(description="what Jev was asked: kind, expectation, triage_mode, crow_fit, …")
+    subject: str = Field(description="what was tagged: a msg_id, an item_id, …")
+    text: str = Field(description="the words Jev read")
+    choice: str = Field(description="the answer that stood")
+    band: str = Field(description="high (the local model was sure) or unsure")
+    probs: dict[str, float] = Field(description="the local model's probability for every choice")
+    source: str = Field(description="local (the model) or llm (the optional second opinion gave `choice`)")
+    local_choice: str = Field(description="the local model's own pick")
+    outcome: dict[str, Any] = Field(description="what was finally used, e.g. a message's kind and how it was decided")
+    impl: str
+    version: str
+    latency_ms: float
+    at: str

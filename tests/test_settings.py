@@ -103,3 +103,13 @@ def test_a_redis_that_does_not_answer_is_said_at_start_up_in_one_line_and_the_pr
     said = [line for line in result.stderr.splitlines() if "REDIS_URL" in line]
     assert said == [line for line in said if line.startswith(f"{program}: REDIS_URL {url} is not answering")]
     assert len(said) == 1 and "Traceback" not in result.stderr
+
+
+def test_a_redis_password_stays_out_of_the_start_up_line(tmp_path):
+    url = f"redis://:hunter2@127.0.0.1:{_free_port()}/0"
+    env = base_env(CROWS_DATA_DIR=str(tmp_path), CROWS_EMBEDDED_WORKER="0", REDIS_URL=url)
+    result = subprocess.run(
+        [sys.executable, "-c", "import crows_site.asgi"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert "hunter2" not in result.stderr and "redis://:***@127.0.0.1:" in result.stderr

@@ -84,9 +84,27 @@ def get_brain(model_spec: str = "") -> Brain:
         return brain
 
 
-def _build(spec: str) -> Brain:
+def _parse(spec: str) -> tuple[str, str]:
     provider, _, model = spec.partition(":")
-    provider, model = provider.strip().lower(), model.strip()
+    return provider.strip().lower(), model.strip()
+
+
+def _spec_problem(spec: str) -> str:
+    """What is wrong with a spec's shape, or "": an unknown provider, or an SDK provider
+    without its model. (A script's file is judged by load_rules.)"""
+    provider, model = _parse(spec)
+    if provider not in PROVIDERS:
+        return (
+            f"Unknown brain provider {provider!r} in {spec!r}: use mock, openai:<model>, "
+            "anthropic:<model> or script:<path>."
+        )
+    if provider in ("openai", "anthropic") and not model:
+        return f"Brain spec {spec!r} names no model: write {provider}:<model>."
+    return ""
+
+
+def _build(spec: str) -> Brain:
+    provider, model = _parse(spec)
     if provider == "mock":
         return MockBrain(model=model or "mock")
     if provider == "script":
@@ -94,15 +112,11 @@ def _build(spec: str) -> Brain:
             return ScriptBrain(model, load_rules(model))
         except ScriptError as exc:
             return ErrorBrain("script", model, str(exc))
-    if provider not in PROVIDERS:
-        return ErrorBrain(
-            provider or "unknown",
-            model or spec,
-            f"Unknown brain provider {provider!r} in {spec!r}: use mock, openai:<model>, "
-            "anthropic:<model> or script:<path>.",
-        )
-    if not model:
-        return ErrorBrain(provider, "", f"Brain spec {spec!r} names no model: write {provider}:<model>.")
+    problem = _spec_problem(spec)
+    if problem:
+        if provider not in PROVIDERS:
+            return ErrorBrain(provider or "unknown", model or spec, problem)
+        return ErrorBrain(provider, model, problem)
     warm_up(provider)
     if provider == "openai":
         return OpenAIBrain(model)
@@ -114,6 +128,10 @@ def check_brain_spec(spec: str) -> None:
     provider, a provider without its model, or a `script:` file that cannot be used. Run
     at start-up for CROWS_BRAIN, so a typo stops the server with a message naming it
     instead of failing every crow's call (docs/BRAINS.md)."""
-    brain = _build((spec or "").strip() or "mock")
-    if isinstance(brain, ErrorBrain):
-        raise BrainSpecError(brain.error)
+    spec = (spec or "").strip() or "mock"
+    problem = _spec_problem(spec)
+    if problem:
+        raise BrainSpecError(problem)
+    provider, model = _parse(spec)
+    if provider == "script":
+        load_rules(model)  # its ScriptError is a BrainSpecError

@@ -14,8 +14,9 @@ The file is a JSON list of rules, tried in order; the first that matches answers
 - `once` (optional): true makes the rule answer only its first match in this process.
 
 No rule matches: the mock brain answers. A file that cannot be read, is not a list of
-such rules, or has a bad regex is refused with `ScriptError` naming the file and the
-rule; `check_brain_spec` runs at start-up for CROWS_BRAIN so a bad file stops the server.
+such rules, or has a bad regex is refused with `ScriptError` (a `BrainSpecError`) naming
+the file and the rule; `check_brain_spec` runs at start-up for CROWS_BRAIN so a bad file
+stops the server.
 docs/BRAINS.md has examples.
 """
 

@@ -13,6 +13,9 @@ import threading
 import time
 
 EVERY_S = 60.0
+# How long the start-up probe waits for Redis to answer (a name that does not resolve may
+# take longer: the resolver's own timeout).
+REDIS_PROBE_TIMEOUT_S = 1.0
 
 
 class RedisOutageLogs(logging.Filter):
@@ -53,17 +56,34 @@ def say_if_redis_is_away(program: str) -> bool:
     import redis
 
     try:
-        client = redis.Redis.from_url(url, socket_connect_timeout=1.0, socket_timeout=1.0)
+        client = redis.Redis.from_url(
+            url, socket_connect_timeout=REDIS_PROBE_TIMEOUT_S, socket_timeout=REDIS_PROBE_TIMEOUT_S
+        )
         try:
             client.ping()
         finally:
             client.close()
     except Exception as exc:
+        reason = (str(exc).strip().splitlines() or [""])[0]
         logging.getLogger("crows.stream").warning(
             "%s: REDIS_URL %s is not answering (%s: %s); streams go on through the database, "
             "other servers' events arriving within CROWS_STREAM_POLL_S (%s s), until it does",
-            program, url, type(exc).__name__, str(exc).strip().splitlines()[0] if str(exc).strip() else "",
-            settings.CROWS_STREAM_POLL_S,
+            program, _without_password(url), type(exc).__name__, reason, settings.CROWS_STREAM_POLL_S,
         )
         return False
     return True
+
+
+def _without_password(url: str) -> str:
+    """The URL as a log line may show it: a password becomes `***`."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6: urlsplit took its brackets off
+        host = f"[{host}]"
+    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))

@@ -75,10 +75,11 @@ def test_the_documented_brain_spec_is_one_the_actions_take():
 
     document = re.compile(model_spec_pattern(blank=False))
     for spec in ["mock", "mock:x", "openai:llama3.1:8b", "anthropic:claude-x", "script:demo/rook.json",
-                 "script", "script:", "scripted:x", "mock x", ""]:
-        if document.fullmatch(spec):
-            assert MODEL_SPEC_RE.fullmatch(spec) and spec != "script", spec
-    assert not document.fullmatch("script") and document.fullmatch("script:demo/rook.json")
+                 "script", "script:", "openai", "anthropic:", "scripted:x", "mock x", ""]:
+        assert bool(document.fullmatch(spec)) == bool(MODEL_SPEC_RE.fullmatch(spec)), spec
+    for bare in ["script", "openai", "anthropic"]:  # a provider names no brain without its model
+        assert not document.fullmatch(bare) and not MODEL_SPEC_RE.fullmatch(bare)
+    assert document.fullmatch("script:demo/rook.json") and document.fullmatch("mock")
 
 
 def test_testing_a_retired_crows_brain_is_a_404_as_for_no_such_crow(client):

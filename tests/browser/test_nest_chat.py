@@ -45,8 +45,10 @@ def test_owner_asks_pepper_and_sees_the_claim_and_the_delivery(flock, open_page)
     request_id = request.get_attribute("data-msg-id")
     expect(delivery.locator(".ref")).to_have_text(f"↩ re your request {request_id}")
     expect(page.locator(".msg.kind-claim[data-author=Pepper]")).to_have_count(1)
-    # Each message says how its kind was decided; the budgets show what is left.
-    assert request.locator(".tagged").get_attribute("title")
+    # Each message says how its kind was decided, with Jev's probabilities, also for the
+    # messages that arrived after the page opened; the budgets show what is left.
+    expect(request.locator(".tagged")).to_have_attribute("title", re.compile(r"Jev's probabilities: request \d+%"))
+    expect(delivery.locator(".tagged")).to_have_attribute("title", re.compile(r"Jev's probabilities: \w+ \d+%"))
     expect(page.locator("#meter-exchanges .meter-value")).to_contain_text("of")
     expect(page.locator("#meter-tokens .meter-value")).to_contain_text("of")
 

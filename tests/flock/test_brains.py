@@ -451,6 +451,17 @@ def test_an_unusable_spec_gives_a_brain_that_says_why(spec, words):
     assert not reply.ok and words in reply.error
 
 
+@pytest.mark.parametrize("spec, words", [("bogus", "Unknown brain provider 'bogus'"), ("openai:", "names no model"),
+                                         ("anthropic", "names no model"), ("script:", "needs a path")])
+def test_the_start_up_check_refuses_a_spec_that_names_no_brain(spec, words):
+    from flock.brains import BrainSpecError, check_brain_spec
+
+    with pytest.raises(BrainSpecError, match=words):
+        check_brain_spec(spec)
+    check_brain_spec("mock")
+    check_brain_spec("openai:gpt-4o-mini")  # named, not called: no key is needed to start
+
+
 def test_the_system_prompt_carries_persona_voice_rules_and_footer():
     prompt = system_prompt(
         ask(

@@ -10,7 +10,8 @@ from flock.errors import BadInput, Conflict, NotFound
 from flock.models import Crow
 from nests.actions import create_nest, post_message
 from nests.actions.chat.boss import Order, parse_order
-from nests.actions.chat.quill import is_status_question, parse_relay
+from nests.actions.chat.quill import parse_relay
+from nests.actions.chat.status_question import is_status_question
 from nests.models import ChatRequest, Invocation, Nest, NestMessage
 from nests.queries import trust_level
 from tests.support import scripted_brain as chat_support

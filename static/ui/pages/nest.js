@@ -6,13 +6,13 @@ import { $, $$, h, uiConfig, fmtTokens } from "../dom.js";
 import { get, post, isMissingEndpoint } from "../api.js";
 import { Stream } from "../stream.js";
 import { crowAvatar } from "../crow_art.js";
-import { messageEl, attachAnswer, markMock, MentionBox } from "../chat.js";
+import { messageEl, attachAnswer, markMock, MentionBox, taggedTitle } from "../chat.js";
 import { showFormError, clearFormError, toast, messageOf } from "../notify.js";
 import { DecisionBoard, DeliveryApprovals } from "../decisions.js";
 import { ExpectationsPanel, DebatesPanel, isOwnerSummary } from "../ledger.js";
 import { ReviewQueue } from "../review.js";
 import { setPageTitle } from "../waiting.js";
-import { OWNER, HARNESS } from "../vocab.js";
+import { OWNER, HARNESS, SENTRY } from "../vocab.js";
 
 const ui = uiConfig();
 const config = ui.config || {};
@@ -60,11 +60,32 @@ async function checkMock(msg, el) {
   if (flight && flight.provider === "mock") markMock(el);
 }
 
+// Jev's probabilities for a message that arrived after the page was made: the page's own
+// table (ui.kind_probs) was read before it; the tag log has them (GET /api/jev/tags). The
+// harness's and the Sentry's messages are not Jev's to tag, so there is nothing to read.
+async function fetchProbs(msg, el) {
+  if ([HARNESS, SENTRY].includes(msg.author)) return;
+  let tags = [];
+  try {
+    tags = await get(`/api/jev/tags?subject=${encodeURIComponent(msg.msg_id)}&question=kind&limit=1`);
+  } catch {
+    return;
+  }
+  if (!tags.length) return;
+  const withProbs = { ...msg, probs: tags[0].probs };
+  seen.set(msg.msg_id, withProbs);
+  const tag = el.querySelector(".tagged");
+  if (tag) {
+    tag.title = taggedTitle(withProbs);
+    tag.setAttribute("aria-label", tag.title);
+  }
+}
+
 function nearBottom() {
   return list.scrollHeight - list.scrollTop - list.clientHeight < 120;
 }
 
-function addMessage(msg) {
+function addMessage(msg, { live = false } = {}) {
   if (seen.has(msg.msg_id)) return;
   const probs = ui.kind_probs && ui.kind_probs[msg.msg_id];
   if (probs && !msg.probs) msg = { ...msg, probs };
@@ -74,6 +95,7 @@ function addMessage(msg) {
   list.querySelector(".empty")?.remove();
   const el = messageEl(msg, { members, onReply: setReply });
   if (!msg.mock) checkMock(msg, el);
+  if (live && msg.tagged_by && !msg.probs) fetchProbs(msg, el);
   // The harness's summary of open expectations is addressed to you: it stands out.
   if (isOwnerSummary(msg)) el.classList.add("owner-summary");
   list.append(el);
@@ -229,7 +251,7 @@ function setupComposer() {
       const msg = await post(`/api/nests/${encodeURIComponent(nestId)}/messages`, body);
       ta.value = "";
       setReply(null);
-      if (msg && msg.msg_id) addMessage(msg);
+      if (msg && msg.msg_id) addMessage(msg, { live: true });
       list.scrollTop = list.scrollHeight;
     } catch (err) {
       showFormError(error, err);
@@ -299,7 +321,7 @@ async function main() {
     onReconnect: () => { refreshRoomSoon(); refreshPendingSoon(); },
   })
     .on("nest.message", (event) => {
-      addMessage(event.data);
+      addMessage(event.data, { live: event.live });
       if (event.live) refreshRoomSoon();
       // The ledger's own events are on the firehose; every nudge, summary, claim or
       // delivery that moves it is a message of this room, so read it again then.
