@@ -54,27 +54,32 @@ OUTPUT_TASKS = frozenset({"answer", "subtask", "merge", "synthesise", "synthesiz
 
 
 def flightlog_summary(
-    approvals: dict[str, bool] | None = None, triage_approvals: dict[str, bool] | None = None
+    approvals: dict[str, bool] | None = None,
+    triage_approvals: dict[str, bool] | None = None,
+    chat_approvals: dict[int, bool] | None = None,
 ) -> list[dict]:
     """The flight log per model and task type: calls, tokens, p50/p95 latency, failure rate
     and, where owner verdicts exist for the items served, the owner approval rate.
 
     `approvals` maps item_id -> approved? for owner output verdicts (auto and timeouts
     excluded: they say nothing about the model's quality); only the flights that wrote an
-    answer borrow them. `triage_approvals` does the same for triage calls; banter and any
-    other call has no verdict, so no approval rate."""
+    answer borrow them. `triage_approvals` does the same for triage calls, and
+    `chat_approvals` (flight id -> approved?) for the chat flights that wrote a delivery
+    the owner judged. Banter and any other call has no verdict, so no approval rate."""
     from flock.models import Flight
 
     groups: dict[tuple[str, str, str], dict] = {}
     rows = Flight.objects.values_list(
-        "provider", "model", "task_type", "latency_ms", "ok", "tokens_in", "tokens_out", "item_id", "task"
+        "provider", "model", "task_type", "latency_ms", "ok", "tokens_in", "tokens_out", "item_id", "task", "id"
     )
-    for provider, model, task_type, latency, ok, tin, tout, item_id, task in rows.iterator():
+    for provider, model, task_type, latency, ok, tin, tout, item_id, task, flight_id in rows.iterator():
         key = (provider, model, task_type or task)
         group = groups.setdefault(
             key, {"latencies": [], "calls": 0, "failures": 0, "tokens_in": 0, "tokens_out": 0, "items": set(),
-             "triage_items": set()}
+             "triage_items": set(), "chat_judged": []}
         )
+        if task == "chat" and chat_approvals and flight_id in chat_approvals:
+            group["chat_judged"].append(chat_approvals[flight_id])
         group["calls"] += 1
         group["failures"] += 0 if ok else 1
         group["tokens_in"] += tin
@@ -88,6 +93,7 @@ def flightlog_summary(
     for (provider, model, task_type), g in sorted(groups.items()):
         judged = [approvals[i] for i in g["items"] if approvals and i in approvals]
         judged += [triage_approvals[i] for i in g["triage_items"] if triage_approvals and i in triage_approvals]
+        judged += g["chat_judged"]
         summary.append(
             {
                 "provider": provider,

@@ -8,14 +8,15 @@ item's text, the Sentry's plan or the answer rendered, the crows, the deadline.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from flock.events import rfc3339
 from flock.models import Flight
+from flock.vocab import MessageKind
 from nests.models import Invocation, Item, NestMessage
 from nests.render import render_markdown
 from trust import queries as trust_queries
-from trust.models import Approval
+from trust.models import Approval, Verdict
 
 # The brain tasks whose text becomes an answer (not the Sentry's triage, not banter).
 ANSWER_TASKS = ("answer", "subtask", "merge", "synthesise", "chat")
@@ -36,45 +37,72 @@ def mock_answered(item_ids: list[str]) -> set[str]:
     return by_item | by_msg
 
 
-def mock_written(messages: list[NestMessage]) -> set[str]:
-    """Crow messages of a nest (claims, deliveries, talk) whose text the offline mock brain wrote.
+class WritingFlight(NamedTuple):
+    flight_id: int
+    provider: str
+
+
+def writing_flights(messages: list[NestMessage]) -> dict[str, WritingFlight]:
+    """msg_id -> the chat flight whose text was posted as that crow message.
 
     A chat flight is logged under the message the crow answers, not under the reply it
     posts, so the reply is found through its invocation: the invocation's crow made a
     chat flight in that room, about the invocation's trigger or what the reply refers to,
     between the invocation's start and the reply. The newest such flight is the one whose
-    text was posted; it says the provider. A message posted over the API, or built from
-    the database (Quill's and Boss's answers), has no such flight and is no mock's."""
+    text was posted. A message posted over the API, or built from the database (Quill's
+    and Boss's answers), has no such flight."""
     by_id = {m.pk: m for m in messages}
     if not by_id:
-        return set()
+        return {}
     posted = [
         (inv, by_id[inv.reply_id])
         for inv in Invocation.objects.filter(reply_id__in=list(by_id)).select_related("trigger__nest")
         if inv.reply_id is not None
     ]
     if not posted:
-        return set()
+        return {}
     wanted = {inv.pk: {inv.trigger.msg_id, inv.trigger.refers_to, reply.refers_to} - {""} for inv, reply in posted}
-    flights: dict[tuple[str, str, str], list[tuple[datetime, str]]] = {}
+    flights: dict[tuple[str, str, str], list[tuple[datetime, int, str]]] = {}
     rows = Flight.objects.filter(
         task="chat",
         crow__in={inv.crow for inv, _ in posted},
         msg_id__in={msg_id for ids in wanted.values() for msg_id in ids},
         created_at__gte=min(inv.created_at for inv, _ in posted),
-    ).values_list("crow", "nest_id", "msg_id", "created_at", "provider")
-    for crow, nest_id, msg_id, at, provider in rows:
-        flights.setdefault((crow, nest_id, msg_id), []).append((at, provider))
-    out: set[str] = set()
+    ).values_list("crow", "nest_id", "msg_id", "created_at", "id", "provider")
+    for crow, nest_id, msg_id, at, flight_id, provider in rows:
+        flights.setdefault((crow, nest_id, msg_id), []).append((at, flight_id, provider))
+    out: dict[str, WritingFlight] = {}
     for inv, reply in posted:
         room = inv.trigger.nest.nest_id
         during = [
-            (at, provider) for msg_id in wanted[inv.pk] for at, provider in flights.get((inv.crow, room, msg_id), [])
-            if inv.created_at <= at <= reply.created_at
+            flight for msg_id in wanted[inv.pk] for flight in flights.get((inv.crow, room, msg_id), [])
+            if inv.created_at <= flight[0] <= reply.created_at
         ]
-        if during and max(during)[1] == "mock":
-            out.add(reply.msg_id)
+        if during:
+            _, flight_id, provider = max(during)
+            out[reply.msg_id] = WritingFlight(flight_id, provider)
     return out
+
+
+def mock_written(messages: list[NestMessage]) -> set[str]:
+    """Crow messages of a nest (claims, deliveries, talk) whose text the offline mock brain
+    wrote: the chat flight that wrote them (writing_flights) says the provider."""
+    return {msg_id for msg_id, flight in writing_flights(messages).items() if flight.provider == "mock"}
+
+
+def chat_delivery_verdicts() -> dict[int, bool]:
+    """flight id -> approved? for every chat delivery the owner judged, keyed by the chat
+    flight that wrote it: the flight log's approval rate counts chat deliveries too."""
+    judged = {
+        item_id: verdict == Verdict.Value.APPROVED
+        for item_id, verdict in Verdict.objects.filter(
+            target="output", verdict__in=(Verdict.Value.APPROVED, Verdict.Value.REJECTED)
+        ).exclude(nest_id="").values_list("item_id", "verdict")
+    }
+    if not judged:
+        return {}
+    deliveries = list(NestMessage.objects.filter(msg_id__in=list(judged), kind=MessageKind.DELIVER))
+    return {flight.flight_id: judged[msg_id] for msg_id, flight in writing_flights(deliveries).items()}
 
 
 # How many of a room's latest messages its page is told the mock wrote, like the Jev tags

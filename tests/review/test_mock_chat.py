@@ -11,9 +11,11 @@ import pytest
 from django.test import Client
 
 from flock.actions import record_flight
+from flock.models import Flight
 from nests.actions import create_nest, post_message
+from nests.actions.chat.orchestration import model_stats
 from nests.models import Invocation, NestMessage
-from nests.queries_review import mock_written, mock_written_in, review_cards
+from nests.queries_review import chat_delivery_verdicts, mock_written, mock_written_in, review_cards
 from tests.support import scripted_brain as chat_support
 from tests.support.scripted_brain import run_crows
 
@@ -97,3 +99,21 @@ def test_only_a_flight_made_during_the_invocation_that_posted_the_message_counts
     invocation.reply = reply
     invocation.save(update_fields=["reply"])
     assert mock_written([reply]) == set()
+
+
+def test_the_owners_verdict_on_a_chat_delivery_counts_for_the_call_that_wrote_it(launch):
+    # Hugin's claim and delivery are two chat calls about the same request; the owner's
+    # verdict on the delivery judges the second, in the flight log and in Boss's model stats.
+    ask_hugin()
+    claim_call, delivery_call = Flight.objects.filter(task="chat", crow="Hugin").order_by("id")
+    response = Client().post("/api/verdicts", data=json.dumps({"item_id": "launch-3", "target": "output",
+                                                               "approve": False}), content_type="application/json")
+    assert response.status_code == 204
+
+    assert chat_delivery_verdicts() == {delivery_call.id: False}
+    (row,) = [r for r in Client().get("/api/flightlog").json()["by_model_and_task_type"]
+              if r["task_type"] == delivery_call.task_type and r["model"] == delivery_call.model]
+    assert (row["calls"], row["owner_verdicts"], row["approval_rate"]) == (2, 1, 0.0)
+    stats = model_stats(f"{delivery_call.provider}:{delivery_call.model}", delivery_call.task_type)
+    assert (stats["owner_verdicts"], stats["approval_rate"]) == (1, 0.0)
+    assert claim_call.task_type == delivery_call.task_type

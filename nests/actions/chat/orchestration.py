@@ -179,11 +179,13 @@ def log_dispatch_pick(message: NestMessage, *, crow: str, reason: str, candidate
 def model_stats(model_spec: str, task_type: str) -> dict[str, Any]:
     """The flight log's numbers for one model and task type (any task type when none)."""
     from flock.queries import flightlog_summary
+    from nests.queries_review import chat_delivery_verdicts
     from trust.queries import owner_verdicts
 
     provider, _, model = model_spec.partition(":")
     model = model or provider
-    rows = [r for r in flightlog_summary(approvals=owner_verdicts()) if r["provider"] == provider and r["model"] == model]
+    summary = flightlog_summary(approvals=owner_verdicts(), chat_approvals=chat_delivery_verdicts())
+    rows = [r for r in summary if r["provider"] == provider and r["model"] == model]
     typed = [r for r in rows if r["task_type"] == task_type] or rows
     calls = sum(r["calls"] for r in typed)
     verdicts = sum(r["owner_verdicts"] for r in typed)
