@@ -16,7 +16,7 @@ from flock.schemas import (
     CrowPatchIn,
     IdParam,
     JevTagOut,
-    JevTagsLimit,
+    RowsLimit,
     errors,
 )
 
@@ -79,7 +79,7 @@ def test_brain(request: HttpRequest, payload: BrainTestIn) -> dict:
 
 
 @router.get("/jev/tags", response={200: list[JevTagOut], **errors()})
-def jev_tags(request: HttpRequest, subject: IdParam = "", question: IdParam = "", limit: JevTagsLimit = 50) -> list[dict]:
+def jev_tags(request: HttpRequest, subject: IdParam = "", question: IdParam = "", limit: RowsLimit = 50) -> list[dict]:
     """Jev's tag log, newest first: every answer with its probabilities (docs/JEV.md).
     `subject` is what was tagged: a message's `msg_id` (its kind), an `item_id` (its triage)."""
     return queries.jev_tags(subject=subject, question=question, limit=limit)

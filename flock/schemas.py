@@ -253,13 +253,14 @@ class BrainsOut(Schema):
     crows: list[CrowOut]
 
 
-JEV_TAGS_MAX = 200
+ROWS_MAX = 200
 
-# GET /api/jev/tags?limit=: out of range is a 400 naming it, as for /api/flights.
-JevTagsLimit = Annotated[
+# A log's `?limit=` (GET /api/flights, GET /api/jev/tags): out of range is a 400 naming
+# it, not quietly clamped.
+RowsLimit = Annotated[
     int,
-    Field(ge=1, le=JEV_TAGS_MAX, description="rows, newest first (default 50)"),
-    says(f"limit must be a whole number from 1 to {JEV_TAGS_MAX}, got {{value}}"),
+    Field(ge=1, le=ROWS_MAX, description="rows, newest first (default 50)"),
+    says(f"limit must be a whole number from 1 to {ROWS_MAX}, got {{value}}"),
 ]
 
 

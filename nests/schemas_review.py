@@ -1,21 +1,8 @@
 from __future__ import annotations
 
-from typing import Annotated
-
 from ninja import Schema
-from pydantic import Field
 
-from flock.schemas import says
 from trust.schemas import DecisionOut
-
-FLIGHTS_MAX = 200
-
-# GET /api/flights?limit=: out of range is a 400 naming it, not quietly clamped.
-FlightsLimit = Annotated[
-    int,
-    Field(ge=1, le=FLIGHTS_MAX, description="rows, newest first (default 50)"),
-    says(f"limit must be a whole number from 1 to {FLIGHTS_MAX}, got {{value}}"),
-]
 
 
 class PlanOut(Schema):

@@ -7,9 +7,9 @@ from ninja import Router
 
 from flock.events import rfc3339
 from flock.models import Flight
-from flock.schemas import IdParam, errors
+from flock.schemas import IdParam, RowsLimit, errors
 from nests import queries_review
-from nests.schemas_review import FlightOut, FlightsLimit, ReviewOut
+from nests.schemas_review import FlightOut, ReviewOut
 
 router = Router(tags=["review"])
 
@@ -22,7 +22,7 @@ def review(request: HttpRequest, list_id: IdParam = "", nest_id: IdParam = "") -
 
 @router.get("/flights", response={200: list[FlightOut], **errors()})
 def flights(
-    request: HttpRequest, item_id: IdParam = "", list_id: IdParam = "", crow: IdParam = "", limit: FlightsLimit = 50
+    request: HttpRequest, item_id: IdParam = "", list_id: IdParam = "", crow: IdParam = "", limit: RowsLimit = 50
 ) -> list[dict]:
     """The flight log's rows, newest first, with the prompt each crow was given."""
     rows = Flight.objects.order_by("-id")
