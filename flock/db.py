@@ -85,7 +85,7 @@ def save_fields(*rows: tuple[models.Model, Sequence[str]]) -> None:
             counts.append(cursor.rowcount)
     for (row, _), count in zip(rows, counts, strict=True):
         if count != 1:
-            # Model.NotUpdated is new in Django 6.0; the stubs do not have it yet.
+            # Django 6 gives every model a NotUpdated; the stubs do not know it yet.
             not_updated = type(row).NotUpdated  # type: ignore[attr-defined]
             raise not_updated(f"save_fields found no {type(row).__name__} {row.pk} to update")
 
