@@ -13,6 +13,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.openapi.schema import OpenAPISchema
 
+from crows_site.middleware import too_large
 from crows_site.parser import StrictJsonParser
 from flock.db import DATABASE_AWAY, RETRY_AFTER_S, database_away
 from flock.errors import CrowsError
@@ -144,7 +145,7 @@ def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespo
 
 @api.exception_handler(RequestDataTooBig)
 def on_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
-    return api.create_response(request, {"message": "the request body is too large"}, status=413)
+    return api.create_response(request, {"message": too_large()}, status=413)
 
 
 @api.exception_handler(HttpError)

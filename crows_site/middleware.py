@@ -17,8 +17,14 @@ _WORDS = {
     403: "that is not allowed here",
     404: "no such endpoint",
     405: "that method is not allowed here",
-    413: "the request body is too large",
 }
+
+
+def too_large() -> str:
+    """A 413's words, with the limit (CROWS_MAX_BODY_BYTES) the body went over."""
+    from django.conf import settings
+
+    return f"the request body is too large: at most {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes"
 
 
 class HybridMiddleware:
@@ -72,6 +78,8 @@ def _as_json(request: HttpRequest, response: HttpResponse) -> HttpResponse:
         message = f"{request.method} is not allowed on {request.path}" + (f"; use {allowed}" if allowed else "")
     elif status == 404:
         message = f"no such endpoint: {request.method} {request.path}"
+    elif status == 413:
+        message = too_large()
     replacement = JsonResponse({"message": message}, status=status)
     if response.has_header("Allow"):
         replacement["Allow"] = response["Allow"]

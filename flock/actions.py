@@ -108,6 +108,10 @@ CROW_NAME_RE = re.compile(r"^[A-Z][A-Za-z0-9_-]{0,39}$")
 RESERVED_NAMES = frozenset({"owner", "harness", "flock", "sentry", "elder", "all", "everyone"})
 # `mock` alone, every other provider with its model: a bare `openai` names no brain.
 MODEL_SPEC_RE = re.compile(r"^(?:mock(?::[\w.:/-]{1,100})?|(?:openai|anthropic|script):[\w.:/-]{1,100})$")
+MODEL_SPEC_WORDS = (
+    "mock, openai:<model>, anthropic:<model> or script:<path>, the part after the colon 1–100 letters, "
+    "digits or . _ : / -"
+)
 STRENGTH_MAX = 200
 # Roles that keep the flock running; Boss may not retire them.
 KEPT_ROLES = (Crow.Role.ASSISTANT, Crow.Role.CHIEF_OF_STAFF, Crow.Role.SENTRY, Crow.Role.ELDER)
@@ -137,7 +141,7 @@ def hatch_crow(
         raise BadInput(f"say what the crow is good at (1–{STRENGTH_MAX} characters)")
     model = (model or "").strip()
     if model and not MODEL_SPEC_RE.fullmatch(model):
-        raise BadInput(f"model must be mock, openai:<model>, anthropic:<model> or script:<path>, got {model!r}")
+        raise BadInput(f"model must be {MODEL_SPEC_WORDS}; got {model[:60]!r}")
     if model:
         from flock.brains import BrainSpecError, check_brain_spec
 
@@ -216,9 +220,7 @@ def clean_crow_field(field: str, value: Any) -> Any:
             raise BadInput("model must be a string")
         value = value.strip()
         if value and not MODEL_SPEC_RE.fullmatch(value):
-            raise BadInput(
-                f"model must be blank, mock, openai:<model>, anthropic:<model> or script:<path>, got {value[:60]!r}"
-            )
+            raise BadInput(f"model must be blank or {MODEL_SPEC_WORDS}; got {value[:60]!r}")
         if value:
             from flock.brains import BrainSpecError, check_brain_spec
 

@@ -88,6 +88,20 @@ def _floor_held() -> None:
     """On-commit marker of a transaction that holds its id floor; does nothing."""
 
 
+def newest_id_handed_out() -> int:
+    """The largest event id the log has ever handed out, committed or not, pruned or not:
+    a cursor above it names no event that ever was (the database was reset or restored
+    from an older copy). PostgreSQL: the id sequence. SQLite: its AUTOINCREMENT counter,
+    which never goes back (a rolled-back id was never sent to anyone)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"SELECT last_value - CASE WHEN is_called THEN 0 ELSE 1 END FROM {_event_sequence()}")
+        else:
+            cursor.execute("SELECT seq FROM sqlite_sequence WHERE name = %s", [Event._meta.db_table])
+        row = cursor.fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
 def final_horizon() -> int:
     """The largest id H such that every event with an id <= H is final: committed (and
     visible to any read that starts after this returns) or never to exist.

@@ -231,6 +231,26 @@ def request_status(request: ChatRequest) -> dict[str, Any]:
     }
 
 
+def delivery_reviews(msg_ids: list[str]) -> dict[str, str]:
+    """What the owner made of each chat delivery that waits for or got the owner's
+    verdict: "waiting" (for the owner's approval) or the verdict ("approved", "rejected",
+    "auto", "timeout"). A delivery nobody reviews is not in it."""
+    from trust.models import Approval, Verdict
+
+    if not msg_ids:
+        return {}
+    reviews = {
+        item_id: "waiting"
+        for item_id in Approval.objects.filter(item_id__in=msg_ids, target="output", verdict__isnull=True)
+        .values_list("item_id", flat=True)
+    }
+    for item_id, verdict in Verdict.objects.filter(item_id__in=msg_ids, target="output").order_by("id").values_list(
+        "item_id", "verdict"
+    ):
+        reviews[item_id] = verdict
+    return reviews
+
+
 def requests_in(nest: Nest, *, limit: int = 20) -> list[ChatRequest]:
     newest = list(
         ChatRequest.objects.filter(nest=nest).select_related("message", "nest").order_by("-id")[:limit]

@@ -27,7 +27,7 @@ from flock.db import DATABASE_AWAY, RETRY_AFTER_S, database_away
 from flock.models import Event
 from flock.stream.flow import Flow, give_memory_back
 from flock.stream.hub import Subscriber, hub
-from flock.stream.retention import stale_cursor_frame
+from flock.stream.retention import ahead_cursor_frame, stale_cursor_frame
 
 log = logging.getLogger("crows.stream")
 
@@ -289,6 +289,14 @@ class EventStreamConsumer(AsyncHttpConsumer):
             reset = await sync_to_async(stale_cursor_frame, thread_sensitive=False)(column, key, cursor)
             if reset:
                 await self.send_body(reset, more_body=True)
+            # A cursor the log never reached: say so, and go on from the log's end. (One
+            # at or below what this server has released is no such cursor: no read.)
+            if cursor > hub.released:
+                ahead, self.last_sent = await sync_to_async(ahead_cursor_frame, thread_sensitive=False)(
+                    column, key, cursor
+                )
+                if ahead:
+                    await self.send_body(ahead, more_body=True)
             await catch_up()
             heartbeat = settings.CROWS_HEARTBEAT_S
             while True:

@@ -7,6 +7,10 @@ Each prune records, per stream key, the newest id it deleted; a stream opened wi
 cursor below that mark first gets one `stream.reset` frame, then the kept events after
 its cursor, then live events. The frame is sent to that client only and is not stored:
 it says something about the connection, not about the flock.
+
+A cursor above every id the log ever handed out (a database reset, or restored from an
+older copy) gets a `stream.reset` too, with reason "ahead": the stream then goes on from
+the log's newest id, where it would otherwise drop every new event up to the old cursor.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from django.db import close_old_connections, transaction
 from django.db.models import Max, QuerySet
 from django.utils import timezone
 
-from flock.events import register_event_names, rfc3339
+from flock.events import newest_id_handed_out, register_event_names, rfc3339
 from flock.models import Event, PrunedStream
 
 STREAM_RESET = "stream.reset"
@@ -52,6 +56,25 @@ def stale_cursor_frame(column: str, key: str, cursor: int) -> bytes | None:
         return None
     data = json.dumps(reset_payload(column, key, cursor=cursor, through_id=through), separators=(",", ":"))
     return f"event: {STREAM_RESET}\ndata: {data}\n\n".encode()
+
+
+def ahead_cursor_frame(column: str, key: str, cursor: int) -> tuple[bytes | None, int]:
+    """A cursor above every id the log ever handed out (the database was reset, or restored
+    from an older copy): the `stream.reset` frame that says so, reason "ahead", and the
+    cursor to go on from, the log's newest id, so the stream carries the events that come
+    next instead of dropping every one up to the old cursor. (None, cursor) otherwise."""
+    try:
+        newest = newest_id_handed_out()
+    finally:
+        close_old_connections()
+    if cursor <= newest:
+        return None, cursor
+    payload: dict[str, object] = {}
+    if column:
+        payload["list_id" if column == "list_key" else "nest_id"] = key
+    payload.update({"reason": "ahead", "cursor": cursor, "newest_id": newest, "ts": rfc3339(timezone.now())})
+    data = json.dumps(payload, separators=(",", ":"))
+    return f"event: {STREAM_RESET}\ndata: {data}\n\n".encode(), newest
 
 
 def prune_marks(doomed: QuerySet[Event]) -> dict[str, int]:

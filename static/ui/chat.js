@@ -13,7 +13,7 @@ const TAGGED_WORDS = {
   jev: "Jev tagged this kind",
   header: "the crow's own header decided the kind (Jev was unsure)",
   disagreement: "Jev overrode the crow's header",
-  default: "nothing fit, so it became a say",
+  default: "Jev was not sure enough of any kind and there was no header, so it became a say",
 };
 
 const MENTION = /(@[A-Za-z][A-Za-z0-9_-]{0,39})/g;

@@ -105,7 +105,11 @@ export class ReviewQueue {
       const again = keep.get(focusedKey);
       if (again && !again.contains(document.activeElement)) again.focus({ preventScroll: false });
       else if (!again) this.focusAt(focusedIndex);
+    } else if (this.global && cards.length && !this.started && (!active || active === document.body)) {
+      // The queue's own page opens on its top card, so the first `a` approves it.
+      this.focusAt(0);
     }
+    if (cards.length) this.started = true;
   }
 
   focusAt(index) {

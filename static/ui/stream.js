@@ -112,6 +112,27 @@ export class Stream {
     const deliver = (name) => (e) => this.deliver(name, e);
     for (const name of this.names) es.addEventListener(name, deliver(name));
     es.onmessage = deliver("message");
+    es.addEventListener("stream.reset", (e) => this.onReset(e));
+  }
+
+  /** The server says this page's cursor is past every event it ever had (its database was
+   * reset or restored from an older copy, docs/STREAM.md): what the page shows belongs to
+   * another history, and new events would look already seen. Read everything again, once
+   * a minute at most. A retention reset needs nothing: the page shows what the server kept. */
+  onReset(e) {
+    let data = {};
+    try {
+      data = JSON.parse(e.data);
+    } catch {
+      return;
+    }
+    if (data.reason !== "ahead") return;
+    this.lastId = null;
+    const last = Number(sessionStorage.getItem("crows:reset-reload") || 0);
+    if (Date.now() - last < 60_000) return;
+    sessionStorage.setItem("crows:reset-reload", String(Date.now()));
+    this.setState("reconnecting", "the server's history changed: reloading…");
+    setTimeout(() => window.location.reload(), 800);
   }
 
   reconnectSoon(delay) {

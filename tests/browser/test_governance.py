@@ -87,16 +87,20 @@ def test_a_chat_delivery_waits_for_approve_or_reject(flock, open_page) -> None:
     bar = delivery.locator(".delivery-approval.approval")
     expect(bar).to_be_visible()
     expect(bar.locator(".btn.approve")).to_have_text("Approve")
-    expect(bar.locator(".btn.reject")).to_have_text("Reject")
+    expect(bar.locator(".btn.reject")).to_have_text("Reject…")
     screenshot(page, "nest-delivery-approval")
     # The flock page lists it too, with the same buttons.
     home = open_page(flock.url + "/")
     waiting = home.locator("#pending-deliveries .delivery-approval")
     expect(waiting).to_have_count(1)
     expect(waiting).to_contain_text("Pepper")
+    # Reject… asks why (optional) before it rejects.
     bar.locator(".btn.reject").click()
+    bar.get_by_label(re.compile("Why reject delivery")).fill("It counts the crows, not the shiny things.")
+    page.keyboard.press("Enter")
     expect(waiting).to_have_count(0)
     expect(delivery.locator(".verdict-rejected")).to_contain_text("rejected")
     expect(delivery).to_have_attribute("data-verdict", "rejected")
     # The room says so too.
     expect(page.locator(".msg[data-author=harness]").last).to_contain_text("rejected")
+    expect(page.locator(".msg[data-author=harness]").last).to_contain_text("It counts the crows, not the shiny things.")

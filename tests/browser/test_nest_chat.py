@@ -89,3 +89,17 @@ def test_a_nest_page_keeps_the_waiting_count_in_its_title(flock, open_page) -> N
     page = open_page(flock.url + "/nests/todo")
     expect(page).to_have_title(re.compile(r"^\(\d+\) todo · so-many-crows$"), timeout=15_000)
 
+
+
+def test_a_crow_boss_hatches_gets_its_direct_chat_without_a_reload(flock, open_page) -> None:
+    page = open_page(flock.url + "/nests/todo")
+    page.wait_for_selector('#conn[data-state="live"]')
+    rooms = page.locator("#dm-rooms")
+    expect(rooms).to_contain_text("Quill")
+    # The Sentry and the Elder never chat, so they have no direct chat to offer.
+    expect(rooms).not_to_contain_text("Sentry")
+    expect(rooms).not_to_contain_text("Elder")
+    page.locator("#composer-text").fill("@Boss hatch a crow named Wren who is good at data")
+    page.locator("#composer-send").click()
+    expect(page.locator(".msg[data-author=Boss]").first).to_contain_text("Wren", timeout=30_000)
+    expect(rooms.locator("a[href='/nests/dm-wren']")).to_be_visible()

@@ -63,6 +63,8 @@ def test_a_five_item_list_is_reviewed_with_the_keyboard_alone(flock, open_page) 
     expect(cards.first.locator(".review-text")).to_have_text(re.compile("|".join(map(re.escape, FIVE))))
     expect(cards.first.locator(".review-plan")).to_contain_text("The Sentry's plan")
     expect(cards.first.locator(".review-countdown")).to_contain_text("fails safe in")
+    # The queue opens on its top card: the first `a` would approve it.
+    expect(cards.first).to_be_focused()
     screenshot(page, "review-queue")
 
     page.keyboard.press("?")

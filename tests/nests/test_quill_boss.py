@@ -3,6 +3,8 @@ chief of staff (hatches crows, creates nests, retires idle crows), with their ev
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from flock.actions import hatch_crow, retire_crow
@@ -83,10 +85,23 @@ def test_quill_answers_whats_happening_from_the_nest_itself(busy_launch):
     reply = last("launch", "Quill")
     assert reply.refers_to == question.msg_id and reply.to == "owner"
     text = reply.text
-    assert "launch-1 from owner to @Hugin" in text and "Hugin claimed it (launch-2), delivered launch-3" in text
+    assert "launch-1 from owner to @Hugin" in text
+    assert "Hugin claimed it (launch-2), delivered launch-3, waiting for your approval" in text
     assert "Munin claimed it (launch-5), not delivered yet" in text
     assert "launch-6 from owner" in text and "still open: nobody has claimed it" in text
     assert text.rstrip().endswith("Still open: launch-4, launch-6.")
+
+
+def test_quills_answer_leaves_out_the_question_and_counts_a_rejected_delivery_as_open(busy_launch, client):
+    response = client.post("/api/verdicts", data=json.dumps({"item_id": "launch-3", "target": "output", "approve": False,
+                                                             "reason": "wrong currency"}), content_type="application/json")
+    assert response.status_code == 204
+    question = post_message("launch", author="owner", text="Quill, what is still open?", kind="request")
+    run_crows()
+    text = last("launch", "Quill").text
+    assert "Hugin claimed it (launch-2), delivered launch-3, which you rejected" in text
+    assert f"{question.msg_id} from owner" not in text
+    assert text.rstrip().endswith("Still open: launch-1, launch-4, launch-6.")
 
 
 def test_whats_happening_is_quills_even_when_jev_hears_a_request(busy_launch, monkeypatch):

@@ -72,3 +72,30 @@ def test_a_stale_cursor_gets_stream_reset_then_the_kept_events_then_live(live_se
     finally:
         stale.close()
         current.close()
+
+
+def test_a_cursor_the_log_never_reached_gets_stream_reset_then_the_events_that_come_next(live_server_factory):
+    # As after a database reset or a restore from an older copy: the page's cursor is
+    # above every id the log handed out. It would otherwise drop every event up to it.
+    server = live_server_factory(env=ENV).start()
+    post(server, "before")
+    newest = server.get("/api/state").json()["last_event_id"]
+    ahead = SSEClient(f"{server.url}/api/events?nest_id=todo", last_event_id=newest + 1000)
+    firehose = SSEClient(f"{server.url}/api/events?since={newest + 5}")
+    try:
+        (reset,) = frames(ahead, 1)
+        assert reset.event == "stream.reset" and reset.id is None
+        assert reset.data == {**reset.data, "reason": "ahead", "cursor": newest + 1000, "newest_id": newest,
+                              "nest_id": "todo"}
+        (reset_all,) = frames(firehose, 1)
+        assert reset_all.data["reason"] == "ahead" and "nest_id" not in reset_all.data
+        post(server, "after")
+        (next_message,) = frames(ahead, 1)
+        assert next_message.event == "nest.message" and next_message.data["text"] == "after"
+        assert next_message.id > newest
+        assert [f.data.get("text") for f in frames(firehose, 1)] == ["after"]
+    except queue.Empty:
+        pytest.fail("the stream went quiet")
+    finally:
+        ahead.close()
+        firehose.close()

@@ -239,7 +239,8 @@ def record_owner_verdict(
         value = Verdict.Value.APPROVED if approve else Verdict.Value.REJECTED
         verdict = _decide(approval, value, by=by, reason=reason, edited_text=edited) if approval else None
         if approval is None or verdict is None:
-            raise NotFound(f"nothing is waiting for a {target} verdict on {item_id!r}")
+            article = "an" if target[:1] in "aeiou" else "a"
+            raise NotFound(f"nothing is waiting for {article} {target} verdict on {item_id!r}")
         if not edited:
             for holder in approval.holders:
                 record_trust_outcome(

@@ -26,6 +26,12 @@ from nests.actions.chat.status_question import is_status_question, without_menti
 from nests.models import ChatRequest, Invocation, Nest, NestMessage
 
 SUMMARY_REQUESTS = 10
+# What the owner made of a delivery, as the status answer says it.
+REVIEW_WORDS = {
+    "waiting": ", waiting for your approval",
+    "rejected": ", which you rejected",
+    "timeout": ", which timed out unapproved",
+}
 SUMMARY_NESTS = 5
 GIST_WORDS = 10
 
@@ -73,17 +79,22 @@ def _gist(text: str) -> str:
     return " ".join(words[:GIST_WORDS]) + ("…" if len(words) > GIST_WORDS else "")
 
 
-def summarise_nest(nest: Nest) -> tuple[list[str], list[str]]:
-    """Lines on a room's recent requests, and the msg_ids still open (unclaimed, or
-    claimed and not delivered). Built from the request and claim rows, not a brain."""
+def summarise_nest(nest: Nest, *, asking: str = "") -> tuple[list[str], list[str]]:
+    """Lines on a room's recent requests, and the msg_ids still open (unclaimed, claimed
+    and not delivered, or delivered and rejected by the owner). Built from the request,
+    claim and verdict rows, not a brain. `asking`: the status question being answered,
+    which is no request to report on."""
     lines = []
     still_open = []
-    for request in queries.requests_in(nest, limit=SUMMARY_REQUESTS):
-        if request.message.to == OWNER:
-            # Something a crow asked of the owner, not crow work (often Jev reading a crow's
-            # own reply as a request).
-            continue
-        status = queries.request_status(request)
+    requests = [
+        r for r in queries.requests_in(nest, limit=SUMMARY_REQUESTS + 1)
+        # Something a crow asked of the owner is not crow work (often Jev reading a crow's
+        # own reply as a request).
+        if r.message.msg_id != asking and r.message.to != OWNER
+    ][-SUMMARY_REQUESTS:]
+    statuses = [(request, queries.request_status(request)) for request in requests]
+    reviews = queries.delivery_reviews([c["delivered"] for _, s in statuses for c in s["claims"] if c["delivered"]])
+    for request, status in statuses:
         msg_id = status["msg_id"]
         to = f" to @{status['addressed']}" if status["addressed"] else ""
         if request.state == ChatRequest.State.RELAYED:
@@ -91,9 +102,10 @@ def summarise_nest(nest: Nest) -> tuple[list[str], list[str]]:
         elif status["claims"]:
             parts = []
             for c in status["claims"]:
-                done = f"delivered {c['delivered']}" if c["delivered"] else "not delivered yet"
+                review = reviews.get(c["delivered"], "")
+                done = f"delivered {c['delivered']}{REVIEW_WORDS.get(review, '')}" if c["delivered"] else "not delivered yet"
                 parts.append(f"{c['crow']} claimed it ({c['msg_id']}), {done}")
-                if not c["delivered"]:
+                if not c["delivered"] or review in ("rejected", "timeout"):
                     still_open.append(msg_id)
             where = "; ".join(parts)
         elif request.state == ChatRequest.State.DECLINED:
@@ -109,10 +121,10 @@ def summarise_nest(nest: Nest) -> tuple[list[str], list[str]]:
     return lines, list(dict.fromkeys(still_open))
 
 
-def status_text(nests: list[Nest]) -> str:
+def status_text(nests: list[Nest], *, asking: str = "") -> str:
     blocks = []
     for nest in nests:
-        lines, still_open = summarise_nest(nest)
+        lines, still_open = summarise_nest(nest, asking=asking)
         if not lines:
             count = NestMessage.objects.filter(nest=nest).count()
             blocks.append(f"{nest.name} ({nest.nest_id}): no requests yet, {count} messages.")
@@ -235,7 +247,7 @@ def handle(inv: Invocation, crow: Crow) -> object:
     if trigger.author != OWNER:
         return None
     if is_status_question(trigger.text):
-        summary = status_text(_nests_asked_about(inv, trigger.text))
+        summary = status_text(_nests_asked_about(inv, trigger.text), asking=trigger.msg_id)
         return Reply(
             text=_cut(f"[ACK {trigger.msg_id}] Here's where we are.\n{summary}"),
             refers_to=trigger.msg_id,

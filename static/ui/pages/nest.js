@@ -142,13 +142,19 @@ function drawHeader(nests) {
     ...members.map((m) => h("a", { class: "member", href: `/crows/${encodeURIComponent(m)}` }, crowAvatar(m, 18), m)));
 }
 
+// The crows one can talk to: the Sentry and the Elder never chat (docs/CHATROOM.md), so
+// they get no direct chat in the lists.
+function chatty() {
+  return crows.filter((c) => !["sentry", "elder"].includes(c.role));
+}
+
 function drawRooms(nests) {
   const here = (id) => (id === nestId ? "page" : null);
   // Phone width: the room list sits below the chat, so the header offers a quick switch.
   const switcher = $("#room-switch");
   switcher.replaceChildren(
     h("optgroup", { label: "Nests" }, nests.map((n) => h("option", { value: n.nest_id, selected: n.nest_id === nestId }, n.nest_id === "todo" ? "#todo" : `#${n.name}`))),
-    h("optgroup", { label: "Direct chats" }, crows.map((c) => {
+    h("optgroup", { label: "Direct chats" }, chatty().map((c) => {
       const id = `dm-${c.name.toLowerCase()}`;
       return h("option", { value: id, selected: id === nestId }, c.name);
     })));
@@ -157,7 +163,7 @@ function drawRooms(nests) {
     h("a", { href: `/nests/${encodeURIComponent(n.nest_id)}`, "aria-current": here(n.nest_id) },
       h("span", { class: "room-hash" }, "#"), n.nest_id === "todo" ? "todo" : n.name,
       n.crows && n.crows.length ? h("span", { class: "room-count muted" }, n.crows.length) : null))));
-  $("#dm-rooms").replaceChildren(...crows.map((c) => {
+  $("#dm-rooms").replaceChildren(...chatty().map((c) => {
     const id = `dm-${c.name.toLowerCase()}`;
     return h("li", {}, h("a", { href: `/nests/${id}`, "aria-current": here(id) },
       crowAvatar(c.name, 20), c.name, c.status === "quarantined" ? h("span", { class: "tiny-badge warn" }, "caged") : null));
@@ -213,6 +219,24 @@ function refreshPendingSoon() {
 }
 
 let roomTimer = null;
+// Boss hatches and retires crows and makes nests, and says so in the room: after Boss
+// speaks, the direct chats, the nests and the members are read again (the room's stream
+// does not carry the flock's crow.hatched).
+let flockTimer = null;
+function refreshFlockSoon(redraw) {
+  clearTimeout(flockTimer);
+  flockTimer = setTimeout(async () => {
+    try {
+      const [c, n] = await Promise.all([get("/api/crows"), get("/api/nests")]);
+      crows = c;
+      roster = n.roster || [];
+      redraw(n.nests || []);
+    } catch {
+      // The next message from Boss, or a reload, reads them again.
+    }
+  }, 400);
+}
+
 function refreshRoomSoon() {
   clearTimeout(roomTimer);
   roomTimer = setTimeout(loadRoom, 400);
@@ -327,6 +351,9 @@ async function main() {
       // delivery that moves it is a message of this room, so read it again then.
       if (event.live) { expectations.reload.soon(); debates.reload.soon(); }
       if (event.live && event.data.kind === "deliver") refreshPendingSoon();
+      if (event.live && crows.some((c) => c.name === event.data.author && c.role === "chief_of_staff")) {
+        refreshFlockSoon((fresh) => { nests = fresh; drawRooms(nests); drawHeader(nests); });
+      }
     })
     .on("verdict", (event) => approvals.verdict(event.data))
     .onAny((event) => {

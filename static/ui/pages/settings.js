@@ -7,23 +7,24 @@ import { api, get, post } from "../api.js";
 import { toast, messageOf } from "../notify.js";
 import { crowAvatar } from "../crow_art.js";
 
-function showResult(el, result) {
+function showResult(el, result, note) {
   el.classList.toggle("ok", result.ok);
   el.classList.toggle("bad", !result.ok);
+  const which = note ? ` (${note})` : "";
   el.textContent = result.ok
-    ? `Connected: ${result.provider}:${result.model} answered in ${Math.round(result.latency_ms)} ms${result.mock ? " (the offline mock brain: no model was called)" : ""}.`
-    : `Failed: ${result.error}`;
+    ? `Connected: ${result.provider}:${result.model}${which} answered in ${Math.round(result.latency_ms)} ms${result.mock ? " (the offline mock brain: no model was called)" : ""}.`
+    : `Failed${which}: ${result.error}`;
 }
 
-async function test(body, el, button) {
+async function test(body, el, button, note = "") {
   button.disabled = true;
   el.classList.remove("ok", "bad");
   el.textContent = "Testing…";
   try {
-    showResult(el, await post("/api/brains/test", body));
+    showResult(el, await post("/api/brains/test", body), note);
   } catch (err) {
     el.classList.add("bad");
-    el.textContent = `Failed: ${messageOf(err)}`;
+    el.textContent = `Failed${note ? ` (${note})` : ""}: ${messageOf(err)}`;
   } finally {
     button.disabled = false;
   }
@@ -55,7 +56,16 @@ function row(crow, defaultBrain) {
       save.disabled = false;
     }
   });
-  testButton.addEventListener("click", () => test({ crow: crow.name }, result, testButton));
+  // An old error or result says nothing about a model being typed now.
+  input.addEventListener("input", () => { error.hidden = true; result.textContent = ""; result.classList.remove("ok", "bad"); });
+  // Test what the box says: the saved model, or the one typed and not saved yet.
+  testButton.addEventListener("click", () => {
+    error.hidden = true;
+    const typed = input.value.trim();
+    const saved = crow.model === defaultBrain ? "" : crow.model;
+    if (typed === saved) return test({ crow: crow.name }, result, testButton);
+    return test(typed ? { model: typed } : {}, result, testButton, typed ? "not saved yet" : "the default brain, not saved yet");
+  });
   return h("tr", { dataset: { crow: crow.name } },
     h("th", { scope: "row" }, h("a", { href: `/crows/${encodeURIComponent(crow.name)}`, class: "crow-link" }, crowAvatar(crow.name, 22), crow.name)),
     h("td", {}, crow.role),
