@@ -303,8 +303,13 @@ class _Writer:
         relation = relations.get(listener, "")
         events = [describe_event(e) for e in (self.ctx.get("recent_events") or [])]
         bits = [f"@{listener},"]
-        if events:
-            bits.append(f"saw that {mt.shorten(events[-1], 14).rstrip('.')} —")
+        # A crow does not speak of itself in the third person: it remarks on the newest
+        # thing another crow did, or says "I".
+        me = re.compile(rf"\b{re.escape(self.persona.name)}\b")
+        others = [e for e in events if not me.search(e)]
+        seen = others[-1] if others else me.sub("I", events[-1]) if events else ""
+        if seen:
+            bits.append(f"saw that {mt.shorten(seen, 14).rstrip('.')} —")
         bits.append(self.voice.banter(relation))
         line = " ".join(bits)
         return " ".join(line.split())

@@ -307,6 +307,15 @@ def test_banter_is_one_line_to_the_listener_drawing_on_a_recent_event():
     assert reply.text != think(ask(PEPPER, "banter", listener="Hugin", max_tokens=60)).text
 
 
+def test_a_banter_line_does_not_speak_of_its_own_crow_in_the_third_person():
+    took_off = {"event": "crow.flying", "crow": "Munin"}
+    answered = {"event": "item.answered", "crows": ["Hugin"]}
+    reply = think(ask(HUGIN, "banter", listener="Munin", recent_events=[took_off, answered], max_tokens=60))
+    assert "Munin took off" in reply.text and "Hugin" not in reply.text
+    alone = think(ask(HUGIN, "banter", listener="Munin", recent_events=[answered], max_tokens=60))
+    assert "I turned in an answer" in alone.text and "Hugin" not in alone.text
+
+
 REQUEST = [{"role": "user", "content": "@Pepper can you write a script that dedupes the signup csv?"}]
 
 
