@@ -217,6 +217,9 @@ export class DeliveryApprovals {
   }
 
   draw(msgId) {
+    // The chip on the request this delivery answers says whether the owner kept it.
+    const chip = document.querySelector(`.answer-deliver[data-answer="${CSS.escape(msgId)}"]`);
+    if (chip) chip.dataset.review = this.pending.has(msgId) ? "waiting" : this.verdicts.get(msgId) || "";
     const msg = document.getElementById(`msg-${msgId}`);
     if (!msg) return;
     const body = $(".msg-body", msg);
