@@ -25,6 +25,7 @@ from flock.events import rfc3339
 from flock.models import Event, Flight, JevTag
 from flock.vocab import page_vocab
 from nests import queries, queries_lists, queries_review
+from nests.actions.messages import TEXT_MAX as MESSAGE_TEXT_MAX
 from trust import queries as trust_queries
 
 # How many recent lists the flock page shows on load, besides every list still open.
@@ -46,6 +47,7 @@ def _ui_config() -> dict[str, Any]:
         "item_token_budget": settings.CROWS_ITEM_TOKEN_BUDGET,
         "exchanges_per_turn": settings.CROWS_EXCHANGES_PER_TURN,
         "nest_token_budget": settings.CROWS_NEST_TOKEN_BUDGET,
+        "message_text_max": MESSAGE_TEXT_MAX,
     }
 
 

@@ -99,7 +99,15 @@ def test_a_crow_boss_hatches_gets_its_direct_chat_without_a_reload(flock, open_p
     # The Sentry and the Elder never chat, so they have no direct chat to offer.
     expect(rooms).not_to_contain_text("Sentry")
     expect(rooms).not_to_contain_text("Elder")
+    # Near the limit the composer counts.
+    count = page.locator("#composer-count")
+    expect(count).to_be_hidden()
+    page.locator("#composer-text").fill("x" * 1850)
+    expect(count).to_have_text("1850 of 2000 characters")
+    page.locator("#composer-text").fill("x" * 2010)
+    expect(count).to_have_text("2010 of 2000 characters: 10 too many")
     page.locator("#composer-text").fill("@Boss hatch a crow named Wren who is good at data")
+    expect(count).to_be_hidden()
     page.locator("#composer-send").click()
     expect(page.locator(".msg[data-author=Boss]").first).to_contain_text("Wren", timeout=30_000)
     expect(rooms.locator("a[href='/nests/dm-wren']")).to_be_visible()

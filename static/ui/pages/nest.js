@@ -256,6 +256,15 @@ function setupComposer() {
   const form = $("#composer");
   const ta = $("#composer-text");
   const error = $("#composer-error");
+  // Near the limit the composer counts, so a long message is not refused only on Send.
+  const counter = $("#composer-count");
+  const max = config.message_text_max || 2000;
+  ta.addEventListener("input", () => {
+    const used = ta.value.trim().length;
+    counter.hidden = used < max * 0.9;
+    counter.textContent = used > max ? `${used} of ${max} characters: ${used - max} too many` : `${used} of ${max} characters`;
+    counter.classList.toggle("over", used > max);
+  });
   const mentions = new MentionBox(ta, $("#mention-list"), () => members);
   ta.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey && !mentions.open && !e.isComposing) {
