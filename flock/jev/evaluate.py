@@ -81,6 +81,8 @@ def evaluate_file(
     jev = jev or default_jev()
     path = Path(path)
     spec = jev.question(question)
+    if path.is_dir():
+        raise EvalInputError(f"{path}: is a directory; name a JSONL file")
     if not path.is_file():
         raise EvalInputError(f"{path}: no such file")
     try:

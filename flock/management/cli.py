@@ -88,3 +88,17 @@ def positive_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
     return value
+
+
+def int_up_to(maximum: int, *, minimum: int = 0) -> Any:
+    """argparse type: a whole number from `minimum` (0) to `maximum`. A number past what a
+    date or the database can hold is one line, not a traceback from deep inside."""
+    import argparse
+
+    def parse(text: str) -> int:
+        value = positive_int(text)
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"expected {minimum} to {maximum:,}, got {text[:24]}")
+        return value
+
+    return parse

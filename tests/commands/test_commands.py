@@ -402,7 +402,14 @@ def test_every_command_explains_itself_with_help(name):
 
 @pytest.mark.parametrize(
     ("args", "status"),
-    [(["prune", "--older-than", "-1"], 2), (["trust_seed"], 1), (["replay_nest", "attic"], 1)],
+    [
+        (["prune", "--older-than", "-1"], 2), (["trust_seed"], 1), (["replay_nest", "attic"], 1),
+        # Numbers past what a date or the database holds: one line, not a traceback.
+        (["flock", "--hours", "20000000"], 2), (["flock", "--crow", "Pepper", "--flights", "1" + "0" * 19], 2),
+        (["replay_nest", "todo", "--last", "9" * 20], 2), (["export_flightlog", "--since", "1000000d"], 1),
+        (["jev_eval", "x.jsonl", "--passes", "0"], 2), (["jev_eval", "/tmp"], 1),
+        (["db_worker", "--batch", "--threads", "0"], 2), (["backup", ""], 1), (["backup", "/nonexistent/dir/"], 1),
+    ],
 )
 def test_from_the_shell_a_bad_argument_is_one_line_and_a_non_zero_exit(sqlite_template, tmp_path: Path, args: list[str], status: int):
     import subprocess

@@ -42,13 +42,16 @@ class Command(CrowsCommand):
             return
         if connection.vendor != "sqlite":
             raise CommandError(f"backup knows SQLite and PostgreSQL, not {connection.vendor}")
+        if not str(options["path"]).strip():
+            raise CommandError("name the backup's file or directory; an empty path is neither")
         target = Path(options["path"]).expanduser()
         if target.is_dir():
             target = target / f"crows-{datetime.now(UTC):%Y%m%d-%H%M%S}.sqlite3"
         if target.exists() and not options["force"]:
             raise CommandError(f"{target} exists; choose another path or pass --force")
         if not target.parent.is_dir():
-            raise CommandError(f"{target.parent} is not a directory")
+            missing = not target.parent.exists()
+            raise CommandError(f"{target.parent} {'does not exist' if missing else 'is not a directory'}")
         partial = target.with_name(target.name + ".partial")
         connection.ensure_connection()
         source: sqlite3.Connection = connection.connection

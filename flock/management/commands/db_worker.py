@@ -12,6 +12,8 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from django_tasks_db.management.commands.db_worker import Command as StockCommand
 
+from flock.management.cli import CrowsCommand
+
 
 def _threads(value: str) -> int:
     try:
@@ -36,7 +38,7 @@ def _database_answers() -> None:
         raise CommandError(f"the database in DATABASE_URL is not answering: {reason}") from None
 
 
-class Command(StockCommand):
+class Command(CrowsCommand, StockCommand):  # CrowsCommand first: its one-line argument errors
     help = "Run a pool of background worker threads with leases (flock's db_worker)"
 
     def check(self, *args: Any, **kwargs: Any) -> None:

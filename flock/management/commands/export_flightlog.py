@@ -29,7 +29,10 @@ def parse_since(text: str) -> datetime:
     match = RELATIVE.fullmatch(text)
     if match:
         n, unit = int(match[1]), match[2]
-        return timezone.now() - timedelta(**{{"d": "days", "h": "hours", "m": "minutes"}[unit]: n})
+        try:
+            return timezone.now() - timedelta(**{{"d": "days", "h": "hours", "m": "minutes"}[unit]: n})
+        except (OverflowError, ValueError):
+            raise CommandError(f"--since {text} reaches back before the year 1; say less") from None
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:

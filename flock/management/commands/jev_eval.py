@@ -5,7 +5,7 @@ from __future__ import annotations
 from argparse import ArgumentParser, BooleanOptionalAction
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from flock.jev import JevError
 from flock.jev.evaluate import (
@@ -15,9 +15,10 @@ from flock.jev.evaluate import (
     format_writer_report,
     writer_report,
 )
+from flock.management.cli import CrowsCommand, int_up_to
 
 
-class Command(BaseCommand):
+class Command(CrowsCommand):
     help = (
         'Score a Jev question on a JSONL file of {"text", "<label field>"} lines: accuracy, '
         "macro-F1, calibration error, confusion matrix and per-tag latency, then the leave-one-writer-out "
@@ -27,9 +28,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("file", help="JSONL file, one labelled message a line")
         parser.add_argument("--question", default="kind", help="question to score (default: kind)")
-        parser.add_argument("--mistakes", type=int, default=0, metavar="N", help="list the first N mistakes")
+        parser.add_argument("--mistakes", type=int_up_to(100_000), default=0, metavar="N",
+                            help="list the first N mistakes")
         parser.add_argument(
-            "--passes", type=int, default=LATENCY_PASSES, metavar="N", help="timed passes over the file"
+            "--passes", type=int_up_to(100, minimum=1), default=LATENCY_PASSES, metavar="N",
+            help="timed passes over the file (1 to 100)",
         )
         parser.add_argument(
             "--lowo",

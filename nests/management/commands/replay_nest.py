@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from flock.management.cli import CrowsCommand, positive_int
+from flock.management.cli import CrowsCommand, int_up_to
 from nests.transcripts import nest_transcript
 
 
@@ -16,7 +16,8 @@ class Command(CrowsCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("nest_id", metavar="NEST_ID")
         parser.add_argument("--format", choices=("text", "md"), default="text", help="text (default) or md (Markdown)")
-        parser.add_argument("--last", type=positive_int, default=0, metavar="N", help="only the last N messages (default: all)")
+        parser.add_argument("--last", type=int_up_to(1_000_000), default=0, metavar="N",
+                            help="only the last N messages (default: all; at most 1,000,000)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         lines = nest_transcript(options["nest_id"].strip(), markdown=options["format"] == "md", last=options["last"])

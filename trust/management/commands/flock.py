@@ -10,10 +10,13 @@ from django.core.management.base import CommandError
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from flock.management.cli import CrowsCommand, positive_int
+from flock.management.cli import CrowsCommand, int_up_to
 from flock.models import Crow, Flight
 from flock.personas import TASK_TYPES
 from trust.queries import FLOCK_HOLDER, trust_ledger
+
+HOURS_MAX = 10 * 366 * 24
+FLIGHTS_MAX = 10_000
 
 
 def _ago(moment: Any) -> str:
@@ -30,8 +33,10 @@ class Command(CrowsCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--crow", metavar="NAME", help="one crow, with its latest flights")
         parser.add_argument("--retired", action="store_true", help="include retired crows")
-        parser.add_argument("--hours", type=positive_int, default=24, help="what counts as recent (default: 24)")
-        parser.add_argument("--flights", type=positive_int, default=10, help="flights listed with --crow (default: 10)")
+        parser.add_argument("--hours", type=int_up_to(HOURS_MAX), default=24,
+                            help=f"what counts as recent (default: 24, at most {HOURS_MAX:,}: ten years)")
+        parser.add_argument("--flights", type=int_up_to(FLIGHTS_MAX), default=10,
+                            help=f"flights listed with --crow (default: 10, at most {FLIGHTS_MAX:,})")
 
     def handle(self, *args: Any, **options: Any) -> None:
         crows = Crow.objects.order_by("id")
