@@ -16,7 +16,7 @@ from ninja.openapi.schema import OpenAPISchema
 from crows_site.middleware import too_large
 from crows_site.parser import StrictJsonParser
 from flock.db import DATABASE_AWAY, RETRY_AFTER_S, database_away
-from flock.errors import CrowsError
+from flock.errors import CrowsError, RateLimited
 from flock.schemas import API_ERROR, ID_MAX
 from flock.stream.consumer import CURSOR_MAX
 
@@ -135,7 +135,11 @@ def _rule_broken(where: str, error: dict) -> str:
 
 @api.exception_handler(CrowsError)
 def on_crows_error(request: HttpRequest, exc: CrowsError) -> HttpResponse:
-    return api.create_response(request, exc.body(), status=exc.status)
+    response = api.create_response(request, exc.body(), status=exc.status)
+    if isinstance(exc, RateLimited):
+        # What the body's cooldown_s says, where HTTP clients look for it (RFC 9110).
+        response["Retry-After"] = str(exc.cooldown_s)
+    return response
 
 
 @api.exception_handler(ValidationError)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from crows_site.daphne_requests import stop_form_parsing
+from crows_site.daphne_requests import name_every_status, stop_form_parsing
 from crows_site.env import settings_or_exit
 from crows_site.handlers import get_asgi_application
 from crows_site.twisted_writes import send_queued_writes_at_once
@@ -14,6 +14,8 @@ from crows_site.twisted_writes import send_queued_writes_at_once
 # daphne hands the raw body over; Twisted's own parse of form bodies is waste, and it
 # refuses some before the API can answer (crows_site/daphne_requests.py).
 stop_form_parsing()
+# A 429's status line says "Too Many Requests", not Twisted's "Unknown Status".
+name_every_status()
 # A response's bytes, an SSE frame's above all, go out when written instead of on the
 # loop's next turn behind two epoll_ctl calls (crows_site/twisted_writes.py).
 send_queued_writes_at_once()

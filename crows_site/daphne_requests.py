@@ -33,3 +33,15 @@ def stop_form_parsing() -> None:
     from daphne.http_protocol import WebRequest
 
     WebRequest._parsePOSTFormSubmission = _Off()
+
+
+# Status lines Twisted has no phrase for, which it would send as "Unknown Status"; the
+# API answers 429 to a poster who is cooling down (DECISIONS.md "Pranks"). RFC 6585.
+MISSING_PHRASES = {429: b"Too Many Requests"}
+
+
+def name_every_status() -> None:
+    from twisted.web import http
+
+    for status, phrase in MISSING_PHRASES.items():
+        http.RESPONSES.setdefault(status, phrase)

@@ -32,10 +32,13 @@ class AppendOnlyAdmin(admin.ModelAdmin):
 class EventAdmin(AppendOnlyAdmin):
     list_display = ("id", "name", "list_key", "nest_key", "created_at")
     list_filter = ("name", "created_at")
-    # Search by name, list or nest; the date drill-down and filter cover dates.
-    # A room's events on the firehose only (nest.created, expectation.*) name it in their
-    # payload, not in nest_key: the search reads both.
-    search_fields = ("name", "=list_key", "=nest_key", "=payload__nest_id")
+    # Search by name, list, nest, item, message, crow or trust holder; the date drill-down
+    # and filter cover dates. A room's events on the firehose only (nest.created,
+    # expectation.*) name it in their payload, not in nest_key: the search reads both.
+    search_fields = (
+        "name", "=list_key", "=nest_key", "=payload__nest_id", "=payload__item_id", "=payload__msg_id",
+        "payload__crow__iexact", "payload__author__iexact", "payload__holder__iexact",
+    )
     date_hierarchy = "created_at"
     ordering = ("-id",)
 

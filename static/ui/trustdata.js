@@ -48,7 +48,8 @@ export function historyPoints(history, holder, taskType) {
  * GET /api/flightlog: {"by_model_and_task_type": [{provider, model, task_type, calls,
  * tokens_in, tokens_out, latency_p50_ms, latency_p95_ms, failure_rate, owner_verdicts,
  * approval_rate}]}, folded into one row per model (weighted by calls, or by verdicts for
- * the approval rate).
+ * the approval rate). The folded approval rate is the outputs': the triage row's rate
+ * judges the Sentry's plans (triage verdicts), and stays in its own row of the table.
  */
 export function readFlightModels(data) {
   const rows = firstArray(data, ["by_model_and_task_type", "models", "rows"]);
@@ -62,7 +63,7 @@ export function readFlightModels(data) {
     m.tokens += Number(r.tokens_in || 0) + Number(r.tokens_out || 0);
     m.p50_sum += Number(r.latency_p50_ms || 0) * calls;
     m.p95_max = Math.max(m.p95_max, Number(r.latency_p95_ms || 0));
-    if (r.approval_rate !== null && r.approval_rate !== undefined && r.owner_verdicts) {
+    if (r.task_type !== "triage" && r.approval_rate !== null && r.approval_rate !== undefined && r.owner_verdicts) {
       m.verdicts += Number(r.owner_verdicts);
       m.approved += Number(r.approval_rate) * Number(r.owner_verdicts);
     }

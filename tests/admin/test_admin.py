@@ -140,6 +140,11 @@ def test_the_event_log_is_searchable_by_name_list_nest_and_date(staff):
     create_nest("Launch copy", crows=["Pepper", "Inky"])
     assert {name for name, _, _ in found(q="launch-copy")} == {"nest.created"}
     assert {name for name, _, _ in found(name="nest.message")} == {"nest.message"}
+    # By item, by crow (any case) and by message: what an owner asks about.
+    assert {"item.triaged", "crow.flying"} <= {name for name, _, _ in found(q=f"{todo.list_id}-1")}
+    crow = todo.sorties.first().crow  # the Sentry, triaging (the flock is not trusted yet)
+    assert {"crow.flying", "crow.landed"} <= {name for name, _, _ in found(q=crow.lower())}
+    assert {name for name, _, _ in found(q="todo-1")} == {"nest.message"}
     today = timezone.now()
     assert ("list.started", todo.list_id, "") in found(created_at__year=today.year, created_at__month=today.month, created_at__day=today.day)
     before = today - timedelta(days=2)

@@ -190,3 +190,16 @@ def test_the_new_pages_fit_a_phone_screen(flock, browser) -> None:
             assert overflow <= 0, f"{path} is {overflow}px wider than a phone screen"
     finally:
         context.close()
+
+
+def test_the_trust_pages_output_approval_rate_leaves_the_triage_verdicts_out(flock, open_page) -> None:
+    # The triage row's rate judges the Sentry's plans; the chart is the outputs'.
+    page = open_page(flock.url + "/trust")
+    models = page.evaluate("""async () => {
+      const { readFlightModels } = await import("/static/ui/trustdata.js");
+      return readFlightModels({ by_model_and_task_type: [
+        { provider: "mock", model: "mock", task_type: "triage", calls: 3, owner_verdicts: 3, approval_rate: 1.0 },
+        { provider: "mock", model: "mock", task_type: "writing", calls: 2, owner_verdicts: 1, approval_rate: 0.0 },
+      ] });
+    }""")
+    assert [(m["model"], m["approval"], m["verdicts"], m["calls"]) for m in models] == [("mock:mock", 0, 1, 5)]

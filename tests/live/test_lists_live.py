@@ -463,6 +463,8 @@ def test_bad_input_gets_a_clear_4xx_and_never_a_500(flock_server):
     r = server.post("/api/lists", {"text": SOLO, "requester": "mallory"})
     assert r.status_code == 429 and set(r.json()) == {"message", "cooldown_s"}
     assert r.json()["cooldown_s"] == 60 and r.json()["message"]
+    # Said in HTTP's words too: the status line's phrase, and Retry-After.
+    assert r.reason_phrase == "Too Many Requests" and r.headers["Retry-After"] == "60"
     r2 = server.post("/api/lists", {"text": SOLO, "requester": "mallory"})
     assert r2.status_code == 429 and 0 < r2.json()["cooldown_s"] <= 60
     assert server.post("/api/lists", {"text": SOLO, "requester": "ada"}).status_code == 202

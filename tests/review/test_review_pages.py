@@ -62,6 +62,9 @@ def test_the_archive_pages_and_searches_every_list():
     assert found["lists"][0]["first_items"] == ["item number 1", "second line"]
     html = Client().get("/lists?q=number+1").content.decode()
     assert ids[1] in html and ids[0] not in html
+    # The date and the time apart: "2026-12-01 11:57", not "2026-12-0111:57".
+    started = found["lists"][0]["started_at"]
+    assert f">{started[:10]} {started[11:16]}</time>" in html
 
 
 def test_the_report_downloads_as_markdown_with_reasons_and_edits():

@@ -40,6 +40,7 @@ class Breach(models.Model):
     class Meta:
         ordering = ["id"]
         indexes = [models.Index(fields=["crow", "subject"], name="breach_crow_subject")]
+        verbose_name_plural = "breaches"
 
     def __str__(self) -> str:
         return f"{self.crow}: {self.kind} ({self.score:.2f})"

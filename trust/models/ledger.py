@@ -53,6 +53,7 @@ class TrustEntry(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["holder", "task_type", "id"], name="trust_entry_holder")]
+        verbose_name_plural = "trust entries"
 
     def __str__(self) -> str:
         return f"{self.holder}/{self.task_type} {self.outcome} -> {self.level}"
