@@ -15,7 +15,8 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
@@ -162,7 +163,7 @@ class CrowForm(forms.ModelForm):
 @admin.register(Crow)
 class CrowAdmin(admin.ModelAdmin):
     form = CrowForm
-    list_display = ("name", "epithet", "role", "status", "brain", "in_roster")
+    list_display = ("name", "epithet", "role", "status", "brain", "on_the_roster")
     list_filter = ("status", "role")
     search_fields = ("name", "epithet", "strength")
     actions = ["quarantine", "reinstate", "retire"]
@@ -189,6 +190,11 @@ class CrowAdmin(admin.ModelAdmin):
     @admin.display(description="model")
     def brain(self, obj: Crow) -> str:
         return obj.brain_spec
+
+    @admin.display(description="in roster", boolean=True)
+    def on_the_roster(self, obj: Crow) -> bool:
+        # A retired crow keeps its flag as history, but is on no roster any more.
+        return obj.in_roster and obj.status != Crow.Status.RETIRED
 
     @admin.display(description="trust per task type")
     def trust_table(self, obj: Crow) -> str:
@@ -252,8 +258,14 @@ class CrowAdmin(admin.ModelAdmin):
             else:
                 self.message_user(request, f"Reinstated {crow.name}", messages.SUCCESS)
 
-    @admin.action(description="Retire (emits crow.retired)")
-    def retire(self, request: HttpRequest, queryset: QuerySet[Crow]) -> None:
+    @admin.action(description="Retire… (asks first; emits crow.retired)")
+    def retire(self, request: HttpRequest, queryset: QuerySet[Crow]) -> HttpResponse | None:
+        # Retiring is for good: the crows to retire are shown, and retired on "Yes" only.
+        if request.POST.get("post") != "yes":
+            return TemplateResponse(
+                request, "admin/nests/crow/retire_confirmation.html",
+                {**self.admin_site.each_context(request), "opts": self.model._meta, "crows": list(queryset)},
+            )
         for crow in queryset:
             holding = queries.open_claims_of(crow.name)
             if holding:
@@ -265,6 +277,7 @@ class CrowAdmin(admin.ModelAdmin):
                 self.message_user(request, exc.message, messages.WARNING)
             else:
                 self.message_user(request, f"Retired {crow.name}", messages.SUCCESS)
+        return None
 
 
 # --- Nests -------------------------------------------------------------------------------
