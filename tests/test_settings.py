@@ -36,11 +36,16 @@ def test_a_bad_value_stops_start_up_naming_the_variable(tmp_path, name, value):
     assert result.stderr.strip().count("\n") == 0 and "Traceback" not in result.stderr
 
 
-def test_the_server_also_stops_in_one_line(tmp_path):
-    env = base_env(CROWS_DATA_DIR=str(tmp_path), DATABASE_URL="mysql://x@localhost/db")
-    result = subprocess.run(
+def start_the_server(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Load the server's ASGI module as daphne does, and say how that went."""
+    return subprocess.run(
         [sys.executable, "-c", "import crows_site.asgi"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
     )
+
+
+def test_the_server_also_stops_in_one_line(tmp_path):
+    env = base_env(CROWS_DATA_DIR=str(tmp_path), DATABASE_URL="mysql://x@localhost/db")
+    result = start_the_server(env)
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "so-many-crows: DATABASE_URL must be a sqlite:// or postgres:// URL, got scheme 'mysql'"
@@ -49,9 +54,7 @@ def test_the_server_also_stops_in_one_line(tmp_path):
 
 def test_the_server_stops_in_one_line_on_a_brain_that_cannot_think(tmp_path):
     env = base_env(CROWS_DATA_DIR=str(tmp_path), CROWS_BRAIN="gpt-4o")
-    result = subprocess.run(
-        [sys.executable, "-c", "import crows_site.asgi"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
-    )
+    result = start_the_server(env)
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "so-many-crows: CROWS_BRAIN: Unknown brain provider 'gpt-4o' in 'gpt-4o': use mock, openai:<model>, "
@@ -108,8 +111,6 @@ def test_a_redis_that_does_not_answer_is_said_at_start_up_in_one_line_and_the_pr
 def test_a_redis_password_stays_out_of_the_start_up_line(tmp_path):
     url = f"redis://:hunter2@127.0.0.1:{_free_port()}/0"
     env = base_env(CROWS_DATA_DIR=str(tmp_path), CROWS_EMBEDDED_WORKER="0", REDIS_URL=url)
-    result = subprocess.run(
-        [sys.executable, "-c", "import crows_site.asgi"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
-    )
+    result = start_the_server(env)
     assert result.returncode == 0, result.stderr
     assert "hunter2" not in result.stderr and "redis://:***@127.0.0.1:" in result.stderr
