@@ -317,7 +317,9 @@ def test_backup_writes_a_copy_that_opens_and_holds_every_event(tmp_path: Path):
     assert ids == set(Event.objects.values_list("id", flat=True))
     copy.close()
     assert "exists" in refused("backup", str(target))
-    assert "not a directory" in refused("backup", str(tmp_path / "no" / "such" / "dir" / "x.sqlite3"))
+    assert "does not exist" in refused("backup", str(tmp_path / "no" / "such" / "dir" / "x.sqlite3"))
+    (tmp_path / "a-file").write_text("")
+    assert "is not a directory" in refused("backup", str(tmp_path / "a-file" / "x.sqlite3"))
     into_dir = run("backup", str(tmp_path))
     assert "crows-" in into_dir
 

@@ -58,8 +58,8 @@ def _limit(kind: Kind) -> int:
 
 def admit_post(key: str, *, kind: Kind) -> None:
     """Count one post by `key`, or refuse it with RateLimited (after committing any strike).
-    A post made once the cooldown is over is admitted: a strike forgives the posts that
-    earned it.
+    The rate is a rolling minute (DECISIONS.md "Pranks"): a post made as the cooldown ends,
+    with the minute still full, is over the rate again and earns the next, doubled strike.
 
     Call it in its own transaction before the post's action, so the refusal and the post
     never share a rollback."""
@@ -82,11 +82,6 @@ def admit_post(key: str, *, kind: Kind) -> None:
                     key=key, kind=kind, cooldown_s=cooldown, at=now,
                     until=now + timedelta(seconds=cooldown), message=message,
                 )
-                # The cooldown is the whole penalty: the posts that earned it are forgiven,
-                # so a post made when `cooldown_s` says is admitted. Still counted, they would
-                # earn a second, doubled strike the moment the cooldown ended, whenever it
-                # is shorter than the rate's minute. The day's strikes still double the next.
-                Post.objects.filter(key=key, kind=kind).delete()
                 for hook in _strike_hooks:
                     hook(key, message, cooldown)
                 refusal = RateLimited(message, cooldown_s=cooldown)
