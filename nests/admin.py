@@ -15,8 +15,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
-from django.template.response import TemplateResponse
+from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
@@ -258,14 +257,8 @@ class CrowAdmin(admin.ModelAdmin):
             else:
                 self.message_user(request, f"Reinstated {crow.name}", messages.SUCCESS)
 
-    @admin.action(description="Retire… (asks first; emits crow.retired)")
-    def retire(self, request: HttpRequest, queryset: QuerySet[Crow]) -> HttpResponse | None:
-        # Retiring is for good: the crows to retire are shown, and retired on "Yes" only.
-        if request.POST.get("post") != "yes":
-            return TemplateResponse(
-                request, "admin/nests/crow/retire_confirmation.html",
-                {**self.admin_site.each_context(request), "opts": self.model._meta, "crows": list(queryset)},
-            )
+    @admin.action(description="Retire (emits crow.retired)")
+    def retire(self, request: HttpRequest, queryset: QuerySet[Crow]) -> None:
         for crow in queryset:
             holding = queries.open_claims_of(crow.name)
             if holding:
@@ -277,7 +270,6 @@ class CrowAdmin(admin.ModelAdmin):
                 self.message_user(request, exc.message, messages.WARNING)
             else:
                 self.message_user(request, f"Retired {crow.name}", messages.SUCCESS)
-        return None
 
 
 # --- Nests -------------------------------------------------------------------------------

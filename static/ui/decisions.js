@@ -42,43 +42,22 @@ function tick() {
 
 // Approve / Reject for a chat delivery waiting for the owner, in the room and on the flock
 // page alike: both buttons wait while the verdict is in flight.
-// Approve in one click; Reject… asks why first (optional, as on the review cards: the
-// reason goes to the room's "rejected" line and the flight log), Enter rejects, Esc cancels.
 function deliveryVerdictButtons(msgId) {
-  const approveButton = h("button", { type: "button", class: "btn approve", "aria-label": `Approve delivery ${msgId}`,
-    onclick: () => send(true) }, "Approve");
-  const rejectButton = h("button", { type: "button", class: "btn reject", "aria-label": `Reject delivery ${msgId}…`,
-    "aria-expanded": "false", onclick: () => openReason() }, "Reject…");
-  const reason = h("input", { type: "text", class: "reject-reason", maxlength: "2000", placeholder: "Why? (optional)",
-    "aria-label": `Why reject delivery ${msgId} (optional)` });
-  const confirm = h("button", { type: "submit", class: "btn reject-confirm" }, "Reject");
-  const cancel = h("button", { type: "button", class: "btn ghost small", onclick: () => closeReason() }, "Cancel");
-  const form = h("form", { class: "reject-form", hidden: true }, reason, confirm, cancel);
-  form.addEventListener("submit", (e) => { e.preventDefault(); send(false, reason.value.trim()); });
-  reason.addEventListener("keydown", (e) => { if (e.key === "Escape") { e.preventDefault(); closeReason(); } });
-  const controls = [approveButton, rejectButton, confirm, cancel];
-
-  function openReason() {
-    form.hidden = false;
-    rejectButton.setAttribute("aria-expanded", "true");
-    reason.focus();
-  }
-  function closeReason() {
-    form.hidden = true;
-    rejectButton.setAttribute("aria-expanded", "false");
-    rejectButton.focus();
-  }
-  async function send(approve, why = "") {
-    for (const b of controls) b.disabled = true;
+  const buttons = [true, false].map((approve) => h("button", {
+    type: "button", class: `btn ${approve ? "approve" : "reject"}`,
+    "aria-label": `${approve ? "Approve" : "Reject"} delivery ${msgId}`, onclick: () => send(approve),
+  }, approve ? "Approve" : "Reject"));
+  async function send(approve) {
+    for (const b of buttons) b.disabled = true;
     try {
-      await post("/api/verdicts", { item_id: msgId, target: "output", approve, ...(why ? { reason: why } : {}) });
+      await post("/api/verdicts", { item_id: msgId, target: "output", approve });
       announce(`${approve ? "Approved" : "Rejected"} ${msgId}.`);
     } catch (err) {
-      for (const b of controls) b.disabled = false;
+      for (const b of buttons) b.disabled = false;
       toast(messageOf(err), "error");
     }
   }
-  return [approveButton, rejectButton, form];
+  return buttons;
 }
 
 function failSafeCountdown(deadline) {

@@ -105,11 +105,7 @@ export class ReviewQueue {
       const again = keep.get(focusedKey);
       if (again && !again.contains(document.activeElement)) again.focus({ preventScroll: false });
       else if (!again) this.focusAt(focusedIndex);
-    } else if (this.global && cards.length && !this.started && (!active || active === document.body)) {
-      // The queue's own page opens on its top card, so the first `a` approves it.
-      this.focusAt(0);
     }
-    if (cards.length) this.started = true;
   }
 
   focusAt(index) {
@@ -137,7 +133,13 @@ export class ReviewQueue {
     const tag = (e.target.tagName || "").toLowerCase();
     if (["input", "textarea", "select"].includes(tag) || e.target.isContentEditable) return;
     if (!this.global && !this.box.contains(e.target)) return;
-    const node = this.current();
+    let node = this.current();
+    if (!node && ["a", "r"].includes(e.key) && this.cards.length) {
+      // Nothing chosen yet: `a` and `r` act on the top card (the oldest deadline), so the
+      // first `a` on the queue approves it instead of only choosing it.
+      this.focusAt(0);
+      node = this.current();
+    }
     const index = node ? this.cards.findIndex((c) => c.key === node.dataset.key) : -1;
     const card = index >= 0 ? this.cards[index] : null;
     switch (e.key) {
@@ -148,12 +150,12 @@ export class ReviewQueue {
         this.focusAt(index < 0 ? 0 : index - 1);
         break;
       case "a":
-        if (!card) return this.focusAt(0);
+        if (!card) return;
         if (card.kind === "decision") node.querySelector(".decision-actions button")?.focus();
         else this.verdict(card, true);
         break;
       case "r":
-        if (!card) return this.focusAt(0);
+        if (!card) return;
         if (card.kind !== "decision") this.openForm(card, "reject");
         break;
       case "e":
