@@ -36,7 +36,7 @@ def stop_form_parsing() -> None:
 
 
 # Status lines Twisted has no phrase for, which it would send as "Unknown Status"; the
-# API answers 429 to a poster who is cooling down (DECISIONS.md "Pranks"). RFC 6585.
+# API answers 429 to a poster who is cooling down (docs/LISTS.md, 429). RFC 6585.
 MISSING_PHRASES = {429: b"Too Many Requests"}
 
 

@@ -43,7 +43,7 @@ def test_while_cooling_down_every_post_is_refused_without_a_new_strike(db, tight
 
 
 def test_a_post_as_the_cooldown_ends_with_the_minute_still_full_earns_a_doubled_strike(db, tight_limits, settings):
-    # The rate is a rolling minute (DECISIONS.md "Pranks"); the cooldown does not empty it.
+    # The rate is a rolling minute (docs/LISTS.md, 429); the cooldown does not empty it.
     settings.CROWS_PRANK_COOLDOWN_S = 5
     key = poster_key(requester="gina")
     for _ in range(3):

@@ -58,7 +58,7 @@ def _limit(kind: Kind) -> int:
 
 def admit_post(key: str, *, kind: Kind) -> None:
     """Count one post by `key`, or refuse it with RateLimited (after committing any strike).
-    The rate is a rolling minute (DECISIONS.md "Pranks"): a post made as the cooldown ends,
+    The rate is a rolling minute (docs/LISTS.md, 429): a post made as the cooldown ends,
     with the minute still full, is over the rate again and earns the next, doubled strike.
 
     Call it in its own transaction before the post's action, so the refusal and the post
