@@ -113,11 +113,8 @@ def final_horizon() -> int:
     floor would show, and H < floor <= g. So every g <= H belongs to a finished one."""
     if connection.vendor != "postgresql":
         return Event.objects.aggregate(m=Max("id"))["m"] or 0
+    newest = newest_id_handed_out()
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT last_value - CASE WHEN is_called THEN 0 ELSE 1 END FROM {_event_sequence()}"
-        )
-        newest = cursor.fetchone()[0]
         cursor.execute(
             "SELECT min((classid::bigint << 32) | objid::bigint) FROM pg_locks"
             " WHERE locktype = 'advisory' AND objsubid = 1"

@@ -43,23 +43,21 @@ def start_the_server(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_server_also_stops_in_one_line(tmp_path):
-    env = base_env(CROWS_DATA_DIR=str(tmp_path), DATABASE_URL="mysql://x@localhost/db")
-    result = start_the_server(env)
+@pytest.mark.parametrize(
+    "setting, line",
+    [
+        ({"DATABASE_URL": "mysql://x@localhost/db"},
+         "so-many-crows: DATABASE_URL must be a sqlite:// or postgres:// URL, got scheme 'mysql'"),
+        # A brain that cannot think: checked as the apps load.
+        ({"CROWS_BRAIN": "gpt-4o"},
+         "so-many-crows: CROWS_BRAIN: Unknown brain provider 'gpt-4o' in 'gpt-4o': use mock, openai:<model>, "
+         "anthropic:<model> or script:<path>."),
+    ],
+)
+def test_the_server_also_stops_in_one_line(tmp_path, setting, line):
+    result = start_the_server(base_env(CROWS_DATA_DIR=str(tmp_path), **setting))
     assert result.returncode == 2
-    assert result.stderr.strip() == (
-        "so-many-crows: DATABASE_URL must be a sqlite:// or postgres:// URL, got scheme 'mysql'"
-    )
-
-
-def test_the_server_stops_in_one_line_on_a_brain_that_cannot_think(tmp_path):
-    env = base_env(CROWS_DATA_DIR=str(tmp_path), CROWS_BRAIN="gpt-4o")
-    result = start_the_server(env)
-    assert result.returncode == 2
-    assert result.stderr.strip() == (
-        "so-many-crows: CROWS_BRAIN: Unknown brain provider 'gpt-4o' in 'gpt-4o': use mock, openai:<model>, "
-        "anthropic:<model> or script:<path>."
-    )
+    assert result.stderr.strip() == line
 
 
 def test_defaults_work_with_nothing_set(tmp_path):

@@ -34,13 +34,15 @@ def stream_key(column: str, key: str) -> str:
     return "*" if not column else f"{column.split('_')[0]}:{key}"
 
 
-def reset_payload(column: str, key: str, *, cursor: int, through_id: int) -> dict[str, object]:
+def reset_frame(column: str, key: str, *, reason: str, **facts: int) -> bytes:
+    """A `stream.reset` frame: the stream's list_id or nest_id, `reason`, its facts and
+    `ts`. No `id:` line, so the client's cursor stays where it was."""
     payload: dict[str, object] = {}
     if column:
         payload["list_id" if column == "list_key" else "nest_id"] = key
-    payload.update({"reason": "retention", "cursor": cursor, "pruned_through": through_id})
-    payload["ts"] = rfc3339(timezone.now())
-    return payload
+    payload.update({"reason": reason, **facts, "ts": rfc3339(timezone.now())})
+    data = json.dumps(payload, separators=(",", ":"))
+    return f"event: {STREAM_RESET}\ndata: {data}\n\n".encode()
 
 
 def stale_cursor_frame(column: str, key: str, cursor: int) -> bytes | None:
@@ -54,8 +56,7 @@ def stale_cursor_frame(column: str, key: str, cursor: int) -> bytes | None:
         close_old_connections()
     if through is None or cursor >= through:
         return None
-    data = json.dumps(reset_payload(column, key, cursor=cursor, through_id=through), separators=(",", ":"))
-    return f"event: {STREAM_RESET}\ndata: {data}\n\n".encode()
+    return reset_frame(column, key, reason="retention", cursor=cursor, pruned_through=through)
 
 
 def ahead_cursor_frame(column: str, key: str, cursor: int) -> tuple[bytes | None, int]:
@@ -69,12 +70,7 @@ def ahead_cursor_frame(column: str, key: str, cursor: int) -> tuple[bytes | None
         close_old_connections()
     if cursor <= newest:
         return None, cursor
-    payload: dict[str, object] = {}
-    if column:
-        payload["list_id" if column == "list_key" else "nest_id"] = key
-    payload.update({"reason": "ahead", "cursor": cursor, "newest_id": newest, "ts": rfc3339(timezone.now())})
-    data = json.dumps(payload, separators=(",", ":"))
-    return f"event: {STREAM_RESET}\ndata: {data}\n\n".encode(), newest
+    return reset_frame(column, key, reason="ahead", cursor=cursor, newest_id=newest), newest
 
 
 def prune_marks(doomed: QuerySet[Event]) -> dict[str, int]:
