@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from crows_site.daphne_requests import name_every_status, stop_form_parsing
-from crows_site.env import settings_or_exit
+from crows_site.env import migrated_or_exit, settings_or_exit
 from crows_site.handlers import get_asgi_application
 from crows_site.twisted_writes import send_queued_writes_at_once
 
@@ -60,6 +60,10 @@ say_if_redis_is_away("so-many-crows")
 if settings.CROWS_EMBEDDED_WORKER and os.environ.get("CROWS_NO_WORKER_ON_IMPORT") != "1":
     from flock import worker  # noqa: E402
 
+    # The worker reads the task table at once: an unmigrated database is said in one line.
+    # (Only here: a server without the worker need not wait for a database still starting
+    # up, and scale-out's db_workers make the same check.)
+    migrated_or_exit("so-many-crows")
     worker.start_embedded()
 
 import gc  # noqa: E402

@@ -109,3 +109,15 @@ def settings_or_exit(program: str) -> None:
     except ImproperlyConfigured as exc:
         sys.stderr.write(f"{program}: {exc}\n")
         raise SystemExit(2) from None
+
+
+def migrated_or_exit(program: str) -> None:
+    """Stop `program` with one line and exit status 2 when the database lacks some of the
+    code's migrations (`daphne` started before `manage.py migrate`, or after an upgrade).
+    A database that does not answer is let through: the server says so per request."""
+    from flock.db import NOT_MIGRATED, unapplied_migrations
+
+    missing = unapplied_migrations()
+    if missing:
+        sys.stderr.write(f"{program}: {NOT_MIGRATED.format(count=missing)}\n")
+        raise SystemExit(2)

@@ -21,6 +21,29 @@ POOL_HEADROOM = 12
 POOL_MIN_MAX = 20
 
 
+# What a server or a worker says, and stops on, when its database's tables are not
+# there yet or are older than its code.
+NOT_MIGRATED = "the database has {count} migration(s) not applied yet: run `manage.py migrate --noinput` first"
+
+
+def unapplied_migrations() -> int | None:
+    """How many of the code's migrations the database lacks; None when it does not answer
+    (a server then says so per request, with a 503, and a worker waits for it).
+
+    For start-up: a server or worker on an unmigrated database would otherwise fail on its
+    first query with a traceback naming a table, and go on failing every request."""
+    from django.db import DatabaseError
+    from django.db.migrations.executor import MigrationExecutor
+
+    try:
+        executor = MigrationExecutor(connection)
+        return len(executor.migration_plan(executor.loader.graph.leaf_nodes()))
+    except DatabaseError:
+        return None
+    finally:
+        connection.close()
+
+
 def queued_on_commit(hook: Callable[[], object]) -> bool:
     """Whether `hook` is queued to run when this transaction commits.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -79,6 +80,21 @@ def test_a_worker_that_cannot_reach_its_database_stops_in_one_line(tmp_path):
     )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.strip() == "CommandError: the database in DATABASE_URL is not answering: unable to open database file"
+
+
+@pytest.mark.parametrize("command, prefix", [
+    (["-c", "import crows_site.asgi"], "so-many-crows: "),
+    (["manage.py", "db_worker", "--batch", "--no-reload"], "CommandError: "),
+])
+def test_an_unmigrated_database_stops_a_server_or_a_worker_in_one_line(tmp_path, command, prefix):
+    # daphne started before `manage.py migrate`: said, instead of a traceback naming a table.
+    env = base_env(CROWS_DATA_DIR=str(tmp_path), CROWS_EMBEDDED_WORKER="1")
+    result = subprocess.run([sys.executable, *command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode in (1, 2) and "Traceback" not in result.stderr
+    assert re.fullmatch(
+        re.escape(prefix) + r"the database has \d+ migration\(s\) not applied yet: run `manage.py migrate --noinput` first",
+        result.stderr.strip(),
+    ), result.stderr
 
 
 def _free_port() -> int:

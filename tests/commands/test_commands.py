@@ -410,7 +410,9 @@ def test_every_command_explains_itself_with_help(name):
         (["flock", "--hours", "20000000"], 2), (["flock", "--crow", "Pepper", "--flights", "1" + "0" * 19], 2),
         (["replay_nest", "todo", "--last", "9" * 20], 2), (["export_flightlog", "--since", "1000000d"], 1),
         (["jev_eval", "x.jsonl", "--passes", "0"], 2), (["jev_eval", "/tmp"], 1),
-        (["db_worker", "--batch", "--threads", "0"], 2), (["backup", ""], 1), (["backup", "/nonexistent/dir/"], 1),
+        (["db_worker", "--batch", "--threads", "0"], 2), (["backup", ""], 1),
+        # Stock options the pool would ignore: refused by name, not run without.
+        (["db_worker", "--batch", "--queue-name", "nope"], 1), (["db_worker", "--batch", "--interval", "3"], 1), (["backup", "/nonexistent/dir/"], 1),
     ],
 )
 def test_from_the_shell_a_bad_argument_is_one_line_and_a_non_zero_exit(sqlite_template, tmp_path: Path, args: list[str], status: int):

@@ -26,16 +26,40 @@ def _threads(value: str) -> int:
 
 
 def _database_answers() -> None:
-    """A worker that cannot reach its database stops in one line naming DATABASE_URL,
-    not with the pool's traceback (after the pool's own wait, so a database still
-    starting up is waited for)."""
+    """A worker that cannot reach its database, or finds it not migrated, stops in one
+    line (naming DATABASE_URL, or the command to run), not with the pool's traceback
+    (after the pool's own wait, so a database still starting up is waited for)."""
     from django.db import DatabaseError, connection
+
+    from flock.db import NOT_MIGRATED, unapplied_migrations
 
     try:
         connection.ensure_connection()
     except DatabaseError as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CommandError(f"the database in DATABASE_URL is not answering: {reason}") from None
+    missing = unapplied_migrations()
+    if missing:
+        raise CommandError(NOT_MIGRATED.format(count=missing))
+
+
+def _refuse_unused(
+    *, queue_name: str | None, exclude_queues: str | None, interval: float | None,
+    backend_name: str | None, reload: bool | None, **_: Any,
+) -> None:
+    """The flock enqueues every task on the default backend's one queue, and the pool runs
+    all of it: a worker asked for another queue, or to reload, would otherwise run on
+    doing something else than asked."""
+    if queue_name not in (None, "*", "default"):
+        raise CommandError(f"--queue-name {queue_name!r}: the flock has one queue, 'default', and every worker runs it")
+    if exclude_queues:
+        raise CommandError("--exclude-queues: the flock has one queue, 'default', and every worker runs it")
+    if interval is not None:
+        raise CommandError("--interval: set CROWS_WORKER_POLL_S instead (how often one thread looks for due work)")
+    if backend_name not in (None, "default"):
+        raise CommandError(f"--backend {backend_name!r}: the flock's tasks are all on the 'default' backend")
+    if reload:
+        raise CommandError("--reload: flock's pool does not reload on code changes; restart it (the Procfile passes --no-reload)")
 
 
 class Command(CrowsCommand, StockCommand):  # CrowsCommand first: its one-line argument errors
@@ -57,6 +81,9 @@ class Command(CrowsCommand, StockCommand):  # CrowsCommand first: its one-line a
             default=None,
             help="Worker threads in this process (default: CROWS_WORKER_THREADS)",
         )
+        # The stock options the pool has no use for: unset unless given, so that one
+        # given is refused by name instead of being ignored in silence.
+        parser.set_defaults(queue_name=None, exclude_queues=None, interval=None, backend_name=None, reload=None)
 
     # Keyword-only like the stock command's, but with --threads and without the options this
     # pool does not use (they arrive in **options).
@@ -66,6 +93,7 @@ class Command(CrowsCommand, StockCommand):  # CrowsCommand first: its one-line a
     ) -> None:
         from flock import worker
 
+        _refuse_unused(**options, reload=reload)
         self.configure_logging(verbosity)
         if batch or max_tasks:
             pool = worker._worker(f"batch-{worker_id}", poller=True, max_tasks=max_tasks)
