@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 
 from flock.brains import Persona
 from flock.events import rfc3339
-from flock.models import Crow, JevTag
+from flock.models import Crow, Flight, JevTag
 
 
 def living_crows() -> QuerySet[Crow]:
@@ -23,20 +23,34 @@ def crow_named(name: str) -> Crow | None:
     return Crow.objects.filter(name=name).first()
 
 
+def _newest_first[M: Model](model: type[M], **given: str) -> QuerySet[M]:
+    """A log's rows newest first, narrowed by each filter given (an empty one is no filter)."""
+    return model._default_manager.filter(**{field: value for field, value in given.items() if value}).order_by("-id")
+
+
 def jev_tags(*, subject: str = "", question: str = "", limit: int = 50) -> list[dict]:
     """Jev's tag log, newest first, as GET /api/jev/tags shows it."""
-    rows = JevTag.objects.order_by("-id")
-    if subject:
-        rows = rows.filter(subject=subject)
-    if question:
-        rows = rows.filter(question=question)
     return [
         {
             "question": t.question, "subject": t.subject, "text": t.text, "choice": t.choice, "band": t.band,
             "probs": t.probs, "source": t.source, "local_choice": t.local_choice or t.choice, "outcome": t.outcome,
             "impl": t.impl, "version": t.version, "latency_ms": round(t.latency_ms, 2), "at": rfc3339(t.created_at),
         }
-        for t in rows[:limit]
+        for t in _newest_first(JevTag, subject=subject, question=question)[:limit]
+    ]
+
+
+def flight_log(*, item_id: str = "", list_id: str = "", crow: str = "", limit: int = 50) -> list[dict]:
+    """The flight log, newest first, with the prompt each crow was given, as GET
+    /api/flights shows it."""
+    return [
+        {
+            "crow": f.crow, "provider": f.provider, "model": f.model, "task": f.task, "task_type": f.task_type,
+            "list_id": f.list_id, "item_id": f.item_id, "nest_id": f.nest_id, "msg_id": f.msg_id,
+            "tokens_in": f.tokens_in, "tokens_out": f.tokens_out, "latency_ms": round(f.latency_ms, 1),
+            "ok": f.ok, "error": f.error, "prompt": f.prompt, "at": rfc3339(f.created_at),
+        }
+        for f in _newest_first(Flight, item_id=item_id, list_id=list_id, crow=crow)[:limit]
     ]
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Router
 
-from flock.events import rfc3339
-from flock.models import Flight
+from flock import queries as flock_queries
 from flock.schemas import IdParam, RowsLimit, errors
 from nests import queries_review
 from nests.schemas_review import FlightOut, ReviewOut
@@ -25,19 +24,4 @@ def flights(
     request: HttpRequest, item_id: IdParam = "", list_id: IdParam = "", crow: IdParam = "", limit: RowsLimit = 50
 ) -> list[dict]:
     """The flight log's rows, newest first, with the prompt each crow was given."""
-    rows = Flight.objects.order_by("-id")
-    if item_id:
-        rows = rows.filter(item_id=item_id)
-    if list_id:
-        rows = rows.filter(list_id=list_id)
-    if crow:
-        rows = rows.filter(crow=crow)
-    return [
-        {
-            "crow": f.crow, "provider": f.provider, "model": f.model, "task": f.task, "task_type": f.task_type,
-            "list_id": f.list_id, "item_id": f.item_id, "nest_id": f.nest_id, "msg_id": f.msg_id,
-            "tokens_in": f.tokens_in, "tokens_out": f.tokens_out, "latency_ms": round(f.latency_ms, 1),
-            "ok": f.ok, "error": f.error, "prompt": f.prompt, "at": rfc3339(f.created_at),
-        }
-        for f in rows[:limit]
-    ]
+    return flock_queries.flight_log(item_id=item_id, list_id=list_id, crow=crow, limit=limit)
