@@ -30,13 +30,13 @@ LINE_MAX_CHARS = 300
 RECENT_EVENTS = 6
 
 
-def pick_listener(todo: TodoList, speaker: str) -> str:
+def pick_listener(todo: TodoList, speaker: Crow) -> str:
     """Another crow of this list: a fellow worker before the Sentry or Elder, and one the
     speaker has feelings about (a relationship line) before one it has none about."""
-    sorties = todo.sorties.exclude(crow=speaker).exclude(status=Sortie.Status.CANCELLED).order_by("-id")
+    sorties = todo.sorties.exclude(crow=speaker.name).exclude(status=Sortie.Status.CANCELLED).order_by("-id")
     workers = list(dict.fromkeys(sorties.filter(role=Sortie.Role.WORKER).values_list("crow", flat=True)))
     others = list(dict.fromkeys(sorties.exclude(role=Sortie.Role.WORKER).values_list("crow", flat=True)))
-    relations = (Crow.objects.filter(name=speaker).values_list("relationships", flat=True).first()) or {}
+    relations = speaker.relationships or {}
     candidates = [*workers, *others]
     for name in candidates:
         if name in relations:
@@ -54,21 +54,21 @@ def recent_events(todo: TodoList) -> list[dict[str, Any]]:
     return [{"event": name, "data": payload} for name, payload in reversed(list(rows))]
 
 
-def banter_request(todo: TodoList, *, speaker: str, listener: str) -> BrainRequest:
-    crow = Crow.objects.get(name=speaker)
+def banter_request(todo: TodoList, *, speaker: Crow, listener: str) -> BrainRequest:
     other = Crow.objects.filter(name=listener).first()
     context: dict[str, Any] = {"listener": listener, "recent_events": recent_events(todo)}
     # The speaker's own backstory is in its persona; the listener's comes as extra system text.
     about = f"About {listener} ({other.epithet}): {other.backstory}" if other is not None else ""
-    return briefs.brief(crow, task="banter", context=context, system=about)
+    return briefs.brief(speaker, task="banter", context=context, system=about)
 
 
 def maybe_start_banter(todo: TodoList, *, item: Item, speaker: str) -> Banter | None:
     """Start one line if the list has room for it (list locked by the caller)."""
     if todo.banter_started >= BANTER_PER_LIST or todo.status != TodoList.Status.FLYING:
         return None
-    listener = pick_listener(todo, speaker)
-    estimate = briefs.estimate(banter_request(todo, speaker=speaker, listener=listener))
+    speaking = Crow.objects.get(name=speaker)
+    listener = pick_listener(todo, speaking)
+    estimate = briefs.estimate(banter_request(todo, speaker=speaking, listener=listener))
     # Work first: banter never spends what a flight may need. Besides what is spent and
     # held, keep one answer's worth of tokens for every item still under way.
     still_working = todo.items.exclude(stage__in=Item.ENDED).count()
@@ -101,8 +101,9 @@ def speak_banter(banter_pk: int) -> Banter:
     banter = Banter.objects.select_related("todo_list").get(pk=banter_pk)
     if banter.status != Banter.Status.FLYING:
         return banter
-    request = banter_request(banter.todo_list, speaker=banter.speaker, listener=banter.listener)
-    reply = get_brain(Crow.objects.get(name=banter.speaker).brain_spec).think(request)
+    speaker = Crow.objects.get(name=banter.speaker)
+    request = banter_request(banter.todo_list, speaker=speaker, listener=banter.listener)
+    reply = get_brain(speaker.brain_spec).think(request)
     line = clean_line(reply.text) if reply.ok else ""
     tokens = max(0, int(reply.tokens_in)) + max(0, int(reply.tokens_out))
     with transaction.atomic():
