@@ -45,6 +45,17 @@ VERB_KINDS: dict[str, str] = {
 }
 MSG_ID_VERBS: tuple[str, ...] = ("CLAIM", "RESULT", "DECLINE", "ACK", "NO-ACTION")
 
+# The words of a post that is only a header ("[CLAIM launch-1]" and nothing else, as the
+# protocol's own examples have it): the reply footer's words for each verb.
+BARE_HEADER_WORDS: dict[str, str] = {
+    "CLAIM": "Mine.",
+    "RESULT": "Done.",
+    "DECLINE": "Declining.",
+    "ACK": "Seen.",
+    "NO-ACTION": "No action needed.",
+    "REFER": "See the artifact named above.",
+}
+
 # ASCII digits only: `\d` would also accept other scripts' digits, which no msg_id has.
 _MSG_ID_HEADER_RE = re.compile(
     r"[ \t]*\[(CLAIM|RESULT|DECLINE|ACK|NO-ACTION) (" + MSG_ID_PATTERN + r")\](.*)", re.DOTALL
@@ -114,6 +125,11 @@ def strip_header(text: str) -> str:
     if rest is None:
         return head
     return f"{head}\n{rest}" if head else rest
+
+
+def header_body(text: str, header: Header) -> str:
+    """``text`` without its header, trimmed; a bare header's words when nothing is left."""
+    return strip_header(text).strip() or BARE_HEADER_WORDS[header.verb]
 
 
 def format_header(verb: str, target: str, reason: str = "") -> str:

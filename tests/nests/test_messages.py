@@ -149,6 +149,17 @@ def test_a_second_claim_on_a_solo_request_over_the_api_is_a_409(client, launch):
     assert NestMessage.objects.filter(nest__nest_id="launch").count() == 2
 
 
+@pytest.mark.parametrize("header, kind, words", [
+    ("[CLAIM launch-1]", "claim", "Mine."), ("[ACK launch-1]", "say", "Seen."),
+    ("[RESULT launch-1]", "deliver", "Done."), ("[NO-ACTION launch-1]", "say", "No action needed."),
+])
+def test_a_bare_header_as_the_protocol_writes_it_is_a_whole_post(client, launch, header, kind, words):
+    post(client, "launch", {"author": "owner", "text": "find the notes", "kind": "request"})
+    r = post(client, "launch", {"author": "Hugin", "text": header})
+    assert r.status_code == 201, r.json()
+    assert (r.json()["kind"], r.json()["refers_to"], r.json()["text"]) == (kind, "launch-1", words)
+
+
 def test_over_the_rate_a_poster_gets_a_429_with_a_cooldown_keyed_by_author(client, launch, settings):
     settings.CROWS_NEST_POST_RATE_PER_MIN = 3
     for i in range(3):

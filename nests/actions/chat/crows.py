@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from flock.actions import record_flight
 from flock.brains import BrainRequest, get_brain, prompt_text, prompt_tokens
-from flock.brains.header import format_header, parse_header, strip_header
+from flock.brains.header import format_header, header_body, parse_header
 from flock.errors import CrowsError
 from flock.events import lock_event_log
 from flock.models import Crow
@@ -38,14 +38,6 @@ CHAT_MAX_TOKENS = 700
 MIN_REPLY_TOKENS = 64
 HISTORY = 20
 TEXT_MAX = 2000
-# Words for a reply that was only a header ("[CLAIM launch-1]" and nothing else).
-BARE_HEADER_WORDS = {
-    "claim": "Mine.",
-    "deliver": "Done.",
-    "decline": "Declining.",
-    "say": "Seen.",
-    "refer": "See the artifact named above.",
-}
 WHY = {
     "addressed": "you were addressed by name, so you must respond: claim, deliver, or decline with a reason",
     "direct": "this is your direct chat with the owner: you always answer",
@@ -247,7 +239,7 @@ def _shape(inv: Invocation, raw: str) -> Reply:
     header = parse_header(raw)
     if header is None:
         return Reply(text=_cut(raw), refers_to=ref.msg_id)
-    body = strip_header(raw).strip() or BARE_HEADER_WORDS.get(header.kind, "Seen.")
+    body = header_body(raw, header)
     if header.verb == "REFER":
         return Reply(text=_cut(body), kind="refer", refers_to=ref.msg_id)
     refers = header.refers_to
