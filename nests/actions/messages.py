@@ -283,6 +283,8 @@ def store_message(post: CheckedMessage) -> NestMessage:
             else:
                 addressee = first_mention(post.body, post.members)
 
+        _still_to_route(room, post)
+
         n = room.next_msg_n
         room.next_msg_n = n + 1
         room.save(update_fields=["next_msg_n"])
@@ -308,6 +310,18 @@ def store_message(post: CheckedMessage) -> NestMessage:
             type(post.invocation).objects.filter(pk=post.invocation.pk).update(reply=message)
         _follow_up(post, message, room=room, target=target, claiming=claiming, finding=finding)
     return message
+
+
+def _still_to_route(room: Nest, post: CheckedMessage) -> None:
+    """Quill routes an owner's request nobody in the room could claim to a crow by name;
+    a crow that claimed it meanwhile (or an answer that closed it) has taken it, and a
+    routed copy would have two crows doing one job. Checked under the room's lock, which
+    every claim takes too: Conflict, and nothing is posted."""
+    if not post.relayed_from or post.on_behalf_of != OWNER:
+        return
+    routed = ChatRequest.objects.filter(nest=room, message__msg_id=post.relayed_from).first()
+    if routed is not None and routed.state != ChatRequest.State.OPEN:
+        raise Conflict(f"{post.relayed_from} is {routed.state} already, so it is not routed")
 
 
 def _follow_up(

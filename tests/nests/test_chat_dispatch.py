@@ -120,6 +120,33 @@ def test_strangers_are_not_invoked_unaddressed_quill_routes_the_request_by_name(
     assert original.state == "relayed" and original.relayed_to == "launch-2"
 
 
+def test_a_request_claimed_before_quill_routes_it_is_not_routed(launch):
+    # First claim wins: a crow that claims while Quill's route waits in the queue has the
+    # job, and no second crow is asked to do it.
+    post_message("launch", author="owner", text="draft the launch post", kind="request")
+    post_message("launch", author="Munin", text="Mine.", kind="claim", refers_to="launch-1")
+    run_crows()
+    assert log()[:2] == [("launch-1", "owner", "request", "", ""), ("launch-2", "Munin", "claim", "owner", "launch-1")]
+    assert not NestMessage.objects.filter(author="Quill").exists()
+    route = Invocation.objects.get(reason="quill_route")
+    assert (route.status, route.error) == ("skipped", "launch-1 is claimed already, so it is not routed")
+    # Munin, invoked by its own claim, delivers; nobody else does.
+    assert {m[1] for m in log() if m[2] == "deliver"} == {"Munin"}
+
+
+def test_a_routed_copy_of_a_request_claimed_meanwhile_is_refused_under_the_room_lock(launch):
+    from flock.errors import Conflict
+
+    post_message("launch", author="owner", text="draft the launch post", kind="request")
+    post_message("launch", author="Munin", text="Mine.", kind="claim", refers_to="launch-1")
+    with pytest.raises(Conflict, match="launch-1 is claimed already"):
+        post_message(
+            "launch", author="Quill", text="@Hugin, for @owner: draft the launch post", kind="request",
+            refers_to="launch-1", on_behalf_of="owner", relayed_from="launch-1",
+        )
+    assert NestMessage.objects.filter(nest__nest_id="launch").count() == 2
+
+
 def test_quarantined_crows_are_never_invoked(launch):
     Crow.objects.filter(name="Hugin").update(status=Crow.Status.QUARANTINED)
     make_trusted("Hugin", "writing", level=2)

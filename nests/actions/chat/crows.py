@@ -27,7 +27,7 @@ from nests import queries
 from nests.actions.chat import boss, budgets, debates, quill, sentry
 from nests.actions.chat.claims import mark_answered, request_for
 from nests.actions.chat.quill import task_words
-from nests.actions.chat.replies import Reply, post_reply, say_for
+from nests.actions.chat.replies import Reply, Skip, post_reply, say_for
 from nests.models import ChatRequest, Invocation, NestMessage
 from nests.queries_memory import memory_lines, remember
 
@@ -277,6 +277,8 @@ def invoke_crow(invocation_id: int) -> Invocation | None:
         special = _special(inv, crow)
         if isinstance(special, NestMessage):
             return _finish(inv, Invocation.Status.DONE, reply=special)
+        if isinstance(special, Skip):
+            return _finish(inv, Invocation.Status.SKIPPED, error=special.why)
         if isinstance(special, Reply):
             message = post_reply(inv, crow, special)
             if special.closes:

@@ -16,12 +16,13 @@ from __future__ import annotations
 import re
 
 from flock import jev as jev_service
+from flock.errors import Conflict
 from flock.models import Crow
 from flock.vocab import OWNER
 from nests import queries
 from nests.actions.chat.claims import mark_relayed, request_for
 from nests.actions.chat.dispatch import best_fit
-from nests.actions.chat.replies import Reply, post_reply
+from nests.actions.chat.replies import Reply, Skip, post_reply
 from nests.actions.chat.status_question import is_status_question, without_mentions
 from nests.models import ChatRequest, Invocation, Nest, NestMessage
 
@@ -191,27 +192,33 @@ def _relay(inv: Invocation, crow: Crow, nest_words: str, task: str) -> tuple[Nes
     return relayed, f"Relayed to {target.name} as {relayed.msg_id}; {who}. I'll carry the result back."
 
 
-def _route(inv: Invocation, crow: Crow) -> NestMessage | str:
-    """An owner's open request nobody here may claim: address the best-fitting crow."""
+def _route(inv: Invocation, crow: Crow) -> NestMessage | Skip | str:
+    """An owner's open request nobody here may claim: address the best-fitting crow,
+    unless a crow claimed it (or it was answered) since the owner posted it."""
     trigger = inv.trigger
+    own = ChatRequest.objects.filter(message=trigger).first()
+    if own is not None and own.state != ChatRequest.State.OPEN:
+        return Skip(f"{trigger.msg_id} is {own.state} already, so it is not routed")
     pick, fit = _pick_crow(inv.nest, trigger, trigger.text)
     if not pick:
         return (
             "Nobody in this room can take that yet. Add a crow to the nest, or ask @Boss to hatch one."
         )
     text = without_mentions(trigger.text)
-    relayed = post_reply(
-        inv,
-        crow,
-        Reply(
-            text=f"@{pick}, for @owner: {text}",
-            kind="request",
-            refers_to=trigger.msg_id,
-            on_behalf_of=OWNER,
-            relayed_from=trigger.msg_id,
-        ),
-    )
-    own = ChatRequest.objects.filter(message=trigger).first()
+    try:
+        relayed = post_reply(
+            inv,
+            crow,
+            Reply(
+                text=f"@{pick}, for @owner: {text}",
+                kind="request",
+                refers_to=trigger.msg_id,
+                on_behalf_of=OWNER,
+                relayed_from=trigger.msg_id,
+            ),
+        )
+    except Conflict as taken:  # claimed in the moment since the check above
+        return Skip(taken.message)
     if own is not None:
         mark_relayed(own, to_msg_id=relayed.msg_id)
     return relayed
@@ -241,7 +248,7 @@ def handle(inv: Invocation, crow: Crow) -> object:
         return _relay_back(inv)
     if inv.reason == "quill_route":
         routed = _route(inv, crow)
-        if isinstance(routed, NestMessage):
+        if isinstance(routed, (NestMessage, Skip)):
             return routed
         return Reply(text=f"[ACK {trigger.msg_id}] {routed}", refers_to=trigger.msg_id, to=OWNER)
     if trigger.author != OWNER:

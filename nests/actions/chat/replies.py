@@ -32,6 +32,14 @@ class Reply:
     closes: bool = False
 
 
+@dataclass
+class Skip:
+    """A handler that found nothing left to do: the invocation ends `skipped`, saying why,
+    and nothing is posted."""
+
+    why: str
+
+
 def post_reply(inv: Invocation, crow: Crow, reply: Reply, finding: Finding | None = None) -> NestMessage:
     """Post `crow`'s reply to `inv` (in the invocation's room unless the reply names another)."""
     return post_message(
