@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import date
 from typing import Any
 
@@ -93,13 +94,21 @@ def recent_success(crow: str, *, last: int = 10) -> float:
     return sum(oks) / len(oks) if oks else 0.5
 
 
+def nest_slug(name: str) -> str:
+    """A nest name as a nest_id (EVENTS.md: lowercase, `a-z0-9-`): accents folded as
+    Django's slugify folds them ("Café crew" is `cafe-crew`), every other run of
+    characters outside a-z0-9 one dash. Empty when the name has no Latin letter or digit."""
+    folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[^a-z0-9]+", "-", folded.lower()).strip("-")
+
+
 def find_nest(words: str) -> Nest | None:
     """A nest (not a direct chat) named by `words`: its id or its name, any case."""
-    wanted = re.sub(r"[^a-z0-9]+", "-", words.lower()).strip("-")
+    wanted = nest_slug(words)
     if not wanted:
         return None
     for nest in nests_for_listing():
-        if wanted in (nest.nest_id, re.sub(r"[^a-z0-9]+", "-", nest.name.lower()).strip("-")):
+        if wanted in (nest.nest_id, nest_slug(nest.name)):
             return nest
     return None
 

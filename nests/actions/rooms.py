@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from flock import queries as flock_queries
 from flock.errors import BadInput, Conflict
 from flock.events import emit, register_event_names
+from nests import queries
 from nests.models import Nest
 
 register_event_names("nest.created")
@@ -18,11 +17,6 @@ TODO_NEST = "todo"
 DIRECT_PREFIX = "dm-"
 NAME_MAX = 40
 MIN_CORE, MAX_CORE = 1, 8
-
-
-def slugify_nest_name(name: str) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-    return re.sub(r"-{2,}", "-", slug)
 
 
 def ensure_todo_nest() -> Nest:
@@ -39,9 +33,9 @@ def create_nest(name: object, *, crows: object, created_by: str = "owner") -> Ne
     name = name.strip()
     if not 1 <= len(name) <= NAME_MAX:
         raise BadInput(f"name must be 1–{NAME_MAX} characters after trimming, got {len(name)}")
-    nest_id = slugify_nest_name(name)
+    nest_id = queries.nest_slug(name)
     if not nest_id:
-        raise BadInput("name must contain at least one letter or digit")
+        raise BadInput("name must contain at least one Latin letter or digit: a nest_id is made of a-z, 0-9 and -")
     if not isinstance(crows, list) or not all(isinstance(c, str) for c in crows):
         raise BadInput("crows must be a list of crow names")
     if not MIN_CORE <= len(crows) <= MAX_CORE:

@@ -37,7 +37,7 @@ STATEFUL_400 = [
     r"^refers_to .* is not a message of",  # the referenced message must exist
     r"not in the roster",  # core crows come from the living roster
     r"the flock already has \d+ nests",  # the nest cap (20)
-    r"^name must contain at least one letter or digit",  # its slug must not be empty
+    r"^name must contain at least one Latin letter or digit",  # its slug must not be empty
     r"^text has no items",  # every line only a bullet
     r"^the list has \d+ items",  # at most 20 items
     r"^item \d+ is .* characters long",  # each item at most 2,000 characters

@@ -37,6 +37,7 @@ def test_creating_a_nest_answers_201_and_emits_nest_created(client, db, capture_
         ({"name": 7, "crows": ["Pepper"]}, "name"),
         ({"crows": ["Pepper"]}, "name"),
         ({"name": "!!!", "crows": ["Pepper"]}, "letter"),
+        ({"name": "日本語", "crows": ["Pepper"]}, "a-z, 0-9 and -"),
         ({"name": "Ops", "crows": []}, "1–8"),
         ({"name": "Ops", "crows": ["Pepper"] * 9}, "1–8"),
         ({"name": "Ops", "crows": ["Pepper", "Pepper"]}, "repeat"),
@@ -51,6 +52,11 @@ def test_bad_nests_get_a_400_naming_the_problem(client, db, body, words):
     r = post(client, body)
     assert r.status_code == 400
     assert words in r.json()["message"]
+
+
+def test_a_nest_id_folds_accents_as_a_slug_does(client, db):
+    r = post(client, {"name": "Café  Crew — Zürich", "crows": ["Pepper"]})
+    assert r.status_code == 201 and r.json()["nest_id"] == "cafe-crew-zurich"
 
 
 def test_a_clashing_nest_id_is_a_409(client, db):
