@@ -105,13 +105,13 @@ def test_a_conspiracy_takes_distinct_lenses_one_after_another_up_to_the_cap(laun
     assert reasons == ["fit", "claim_deliver", "lens", "claim_deliver", "lens", "claim_deliver"]
 
 
-def test_in_a_conspiracy_each_crow_claims_once_and_the_cap_holds_over_the_api(launch, fake_jev):
+def test_in_a_conspiracy_every_crow_s_claim_stands_once(launch, fake_jev):
+    # DECISIONS.md: in conspiracy mode every claim stands; the cap is how many lenses
+    # dispatch invokes, not how many crows may offer one.
     fake_jev.mode = "murder"
     post_message("launch", author="owner", text="which launch date is best?", kind="request")
-    for crow in ("Hugin", "Munin", "Pepper"):
+    for crow in ("Hugin", "Munin", "Pepper", "Inky"):
         post_message("launch", author=crow, text="My lens.", kind="claim", refers_to="launch-1")
     with pytest.raises(Conflict, match="already has a lens"):
         post_message("launch", author="Hugin", text="Again.", kind="claim", refers_to="launch-1")
-    with pytest.raises(Conflict, match="3 lenses"):
-        post_message("launch", author="Inky", text="Me too.", kind="claim", refers_to="launch-1")
-    assert Claim.objects.count() == 3
+    assert Claim.objects.count() == 4 > CONSPIRACY_CAP

@@ -1,8 +1,9 @@
 """Requests and claims (docs/CHATROOM.md).
 
 solo/split: the first claim wins; a later one is refused (409 over the API, a review
-comment from a brain). conspiracy: several claims stand, each a distinct lens, one per
-crow, up to CONSPIRACY_CAP. All of it runs inside post_message's transaction, after the
+comment from a brain). conspiracy: every claim stands (DECISIONS.md), each a distinct
+lens, one per crow; dispatch invokes lenses one after another up to CONSPIRACY_CAP, and a
+crow that claims past it on its own still holds its claim. All of it runs inside post_message's transaction, after the
 nest row is locked, so two claims on one request are decided one after the other; the
 partial unique constraint on Claim is the database's own word on the same rule.
 """
@@ -16,6 +17,7 @@ from flock.events import lock_event_log
 from flock.vocab import OWNER
 from nests.models import ChatRequest, Claim, Nest, NestMessage
 
+# How many lenses dispatch invokes, one after another (docs/CHATROOM.md "Claims").
 CONSPIRACY_CAP = 3
 
 
@@ -47,8 +49,6 @@ def claim_refusal(request: ChatRequest, *, crow: str) -> str:
     if request.mode == ChatRequest.Mode.CONSPIRACY:
         if any(c.crow == crow for c in claims):
             return f"{crow} already has a lens on {msg_id}"
-        if len(claims) >= CONSPIRACY_CAP:
-            return f"{msg_id} already has {CONSPIRACY_CAP} lenses, the most a conspiracy takes"
         return ""
     if claims:
         holder = claims[0].crow
