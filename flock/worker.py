@@ -173,6 +173,22 @@ def requeue_expired(*, embedded_restart: bool = False) -> int:
     return len(expired)
 
 
+def held_elsewhere(task: Any) -> set[Any]:
+    """The first arguments of `task`'s runs that a live worker of another process holds
+    right now: RUNNING under a lease not yet run out, taken by a `db_worker` (every
+    embedded lease is this server's previous life's, see requeue_expired). At an embedded
+    worker's start, the work in their hands is not a dead process's to recover: a server
+    started beside db_workers (CROWS_EMBEDDED_WORKER left on) must not fly their sorties a
+    second time, nor drop their banter."""
+    from flock.models import TaskLease
+
+    live = TaskLease.objects.filter(expires_at__gte=timezone.now()).exclude(worker_id__startswith="embedded-")
+    runs = DBTaskResult.objects.filter(
+        status=TaskResultStatus.RUNNING, task_path=task.module_path, id__in=live.values("task_id")
+    ).values_list("args_kwargs", flat=True)
+    return {run["args"][0] for run in runs if run.get("args")}
+
+
 def _heartbeat() -> None:
     every = max(0.2, settings.CROWS_TASK_LEASE_S / 3)
     while not _stop.wait(every):

@@ -72,6 +72,41 @@ def test_banter_in_the_air_is_dropped_and_a_list_whose_items_ended_finishes():
     assert [n for n, _ in stream(todo.list_id)][-1] == "list.finished"
 
 
+def _held_by_a_live_db_worker(task, arg: int) -> None:
+    """A run of `task` that a live db_worker in another process is running right now."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+    from django_tasks_db.compat import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
+
+    from flock.models import TaskLease
+
+    run = task.enqueue(arg)
+    DBTaskResult.objects.filter(id=run.id).update(status=TaskResultStatus.RUNNING, started_at=timezone.now())
+    TaskLease.objects.create(task_id=run.id, worker_id="db-worker-7", expires_at=timezone.now() + timedelta(seconds=30))
+
+
+def test_a_server_started_beside_db_workers_leaves_their_flights_and_banter_to_them():
+    # CROWS_EMBEDDED_WORKER left on in the scale-out shape: the starting server's recovery
+    # must not fly a live worker's sortie a second time (two brain calls) nor drop its line.
+    from nests.tasks import fly_sortie_task, speak_banter_task
+
+    todo = post_list("write a haiku about crows", requester="ada")
+    sentry = Sortie.objects.get(todo_list=todo)
+    assert launch_sortie(sentry.pk) is not None
+    Sortie.objects.filter(pk=sentry.pk).update(claimed_by="db-worker-host-2-0000")
+    banter = Banter.objects.create(todo_list=todo, item_id=f"{todo.list_id}-1", speaker="Quill", listener="Boss", estimate=50)
+    _forget_queue()
+    _held_by_a_live_db_worker(fly_sortie_task, sentry.pk)
+    _held_by_a_live_db_worker(speak_banter_task, banter.pk)
+
+    counts = recover_lists()
+    assert counts["sorties"] == 0 and counts["banter_dropped"] == 0
+    banter.refresh_from_db()
+    assert banter.status == Banter.Status.FLYING
+
+
 def test_recovery_is_registered_to_run_when_the_worker_starts():
     from nests.actions.lists import recover_lists as recover
     from trust.actions import reschedule_timeouts

@@ -6,7 +6,8 @@ task: a sortie planned or in the air gets one (a sortie in the air under a dead 
 is flown again, without a second take-off), slots freed by the dead process are handed to
 waiting sorties, banter the dead process was speaking is dropped (banter is never worth
 waiting for), and a list whose items all ended gets its finish queued. Duplicate tasks
-are harmless: the first to lock the row does the work.
+are harmless: the first to lock the row does the work. Work a live `db_worker` holds is
+left to it (a server started beside db_workers with its embedded worker on).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
+from flock.worker import held_elsewhere
 from nests.actions.lists.ending import queue_finish
 from nests.actions.lists.flights import hand_over_slots, lock_gate
 from nests.actions.lists.sorties import queue_sortie
@@ -25,9 +27,15 @@ log = logging.getLogger("crows.lists")
 
 
 def recover_lists() -> dict[str, int]:
+    from nests.tasks import fly_sortie_task, speak_banter_task
+
     counts = {"sorties": 0, "banter_dropped": 0, "finishes": 0, "woken": 0}
+    # Work a live db_worker holds is not the dead process's (flock.worker.held_elsewhere).
+    flying_elsewhere = held_elsewhere(fly_sortie_task)
+    speaking_elsewhere = held_elsewhere(speak_banter_task)
     with transaction.atomic():
-        for banter in Banter.objects.select_for_update().filter(status=Banter.Status.FLYING):
+        in_the_air = Banter.objects.select_for_update().filter(status=Banter.Status.FLYING)
+        for banter in in_the_air.exclude(pk__in=speaking_elsewhere):
             todo = TodoList.objects.select_for_update().get(pk=banter.todo_list_id)
             todo.tokens_reserved = max(0, todo.tokens_reserved - banter.estimate)
             todo.save(update_fields=["tokens_reserved"])
@@ -38,7 +46,7 @@ def recover_lists() -> dict[str, int]:
         unfinished = TodoList.objects.filter(status=TodoList.Status.FLYING)
         for sortie in Sortie.objects.filter(
             todo_list__in=unfinished, status__in=(Sortie.Status.PLANNED, Sortie.Status.FLYING)
-        ):
+        ).exclude(pk__in=flying_elsewhere):
             queue_sortie(sortie)
             counts["sorties"] += 1
         for todo in unfinished:
