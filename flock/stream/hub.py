@@ -37,6 +37,7 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from flock.events import Published, final_horizon, stream_keys
+from flock.stream.quiet_outage import PUBLISH_FAILURES
 
 log = logging.getLogger("crows.stream")
 
@@ -304,8 +305,10 @@ class Hub:
         if getattr(settings, "REDIS_URL", ""):
             try:
                 self._publish_to_layer(published)
-            except Exception:
-                log.exception("publishing event %s failed; other servers catch up by poll", published.id)
+            except Exception as exc:
+                if PUBLISH_FAILURES.now():
+                    log.warning("publishing event %s to Redis failed (%s: %s); other servers catch up by "
+                                "poll (said once a minute)", published.id, type(exc).__name__, exc)
 
     def _publish_to_layer(self, published: Published) -> None:
         layer = get_channel_layer()
@@ -334,8 +337,8 @@ class Hub:
 
 
 def _log_send_failure(future: Any) -> None:
-    if not future.cancelled() and future.exception() is not None:
-        log.warning("Redis publish failed (%s); other servers catch up from the database",
+    if not future.cancelled() and future.exception() is not None and PUBLISH_FAILURES.now():
+        log.warning("Redis publish failed (%s); other servers catch up from the database (said once a minute)",
                     future.exception())
 
 

@@ -1,4 +1,5 @@
-"""Redis outages in the logs: one line a minute, not a traceback a second.
+"""Redis outages in the logs: one line a minute, not a traceback a second (nor a line
+an event, from a process that publishes while Redis is down).
 
 While Redis is down, channels_redis's receive task logs "Unexpected exception in receive
 task" with a full traceback every second it retries (some 60 lines each), although
@@ -18,20 +19,37 @@ EVERY_S = 60.0
 REDIS_PROBE_TIMEOUT_S = 1.0
 
 
+class OncePerMinute:
+    """Whether to say it now: yes at most once in EVERY_S, from any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last = float("-inf")
+
+    def now(self) -> bool:
+        at = time.monotonic()
+        with self._lock:
+            if at - self._last < EVERY_S:
+                return False
+            self._last = at
+            return True
+
+
+# A process that publishes while Redis is down fails once per event (a worker flying lists
+# publishes dozens a minute): said once a minute, like the receive task's retries.
+PUBLISH_FAILURES = OncePerMinute()
+
+
 class RedisOutageLogs(logging.Filter):
     def __init__(self, name: str = "") -> None:
         super().__init__(name)
-        self._lock = threading.Lock()
-        self._last = float("-inf")
+        self._once = OncePerMinute()
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not record.exc_info or record.exc_info[1] is None:
             return True
-        now = time.monotonic()
-        with self._lock:
-            if now - self._last < EVERY_S:
-                return False
-            self._last = now
+        if not self._once.now():
+            return False
         exc = record.exc_info[1]
         record.msg = (
             f"{record.getMessage()}: {type(exc).__name__}: {exc} (Redis unreachable? delivery goes on "

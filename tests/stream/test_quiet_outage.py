@@ -42,3 +42,30 @@ def test_a_redis_outage_is_one_line_a_minute_without_the_traceback(caplog, monke
 def test_records_without_an_exception_pass_unchanged(message):
     record = logging.LogRecord("channels_redis.pubsub", logging.WARNING, __file__, 1, message, None, None)
     assert quiet_outage.RedisOutageLogs().filter(record) and record.getMessage() == message
+
+
+def test_a_process_publishing_while_redis_is_down_says_so_once_a_minute(caplog, monkeypatch):
+    # A db_worker flying lists publishes dozens of events a minute; each failed publish
+    # used to be a line of its own.
+    import concurrent.futures
+
+    from flock.stream import hub
+
+    clock = [5000.0]
+    monkeypatch.setattr(quiet_outage.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(quiet_outage, "PUBLISH_FAILURES", quiet_outage.OncePerMinute())
+    monkeypatch.setattr(hub, "PUBLISH_FAILURES", quiet_outage.PUBLISH_FAILURES)
+
+    def failed_send() -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        future.set_exception(ConnectionError("Error 111 connecting to 127.0.0.1:6391. Connection refused."))
+        return future
+
+    with caplog.at_level(logging.WARNING, logger="crows.stream"):
+        for _ in range(40):
+            hub._log_send_failure(failed_send())
+            clock[0] += 0.5
+        clock[0] += quiet_outage.EVERY_S
+        hub._log_send_failure(failed_send())
+    said = [r.getMessage() for r in caplog.records if "Redis publish failed" in r.getMessage()]
+    assert len(said) == 2 and all("said once a minute" in line for line in said)
