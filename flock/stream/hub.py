@@ -54,6 +54,8 @@ def _group_name() -> str:
 INBOX_LIMIT = 512
 # How long a missing id may stay missing before the hub asks the database about it.
 GAP_WAIT_S = 0.05
+# The database poll's beat, as a share of CROWS_STREAM_POLL_S (see _fill_loop).
+POLL_BEAT = 0.8
 # Rows one database read releases at most.
 FILL_PAGE = 2000
 # Stream keys whose last id the hub remembers; past this it forgets them all at once.
@@ -245,10 +247,17 @@ class Hub:
         assert self._kick is not None
         read = sync_to_async(_read_final_after, thread_sensitive=False)
         poll = settings.CROWS_STREAM_POLL_S
+        clock = asyncio.get_running_loop().time
+        # Reads start on a beat, not a pause after the last read ends, and a little more
+        # often than the poll interval: an event only the database brings (Redis down, or
+        # a db_worker's without Redis) reaches the streams within CROWS_STREAM_POLL_S of its
+        # commit, the read's own time included.
+        beat = poll * POLL_BEAT
+        next_read = clock() + beat
         gap_wait = GAP_WAIT_S
         while True:
             try:
-                await asyncio.wait_for(self._kick.wait(), timeout=poll)
+                await asyncio.wait_for(self._kick.wait(), timeout=max(0.0, next_read - clock()))
                 # A gap: give a doorbell that is merely late a moment to arrive.
                 await asyncio.sleep(gap_wait)
                 if not self._waiting:
@@ -257,8 +266,10 @@ class Hub:
                     continue
             except TimeoutError:
                 if not self.count and not self._waiting:
+                    next_read = clock() + beat  # no stream open: nobody to read for
                     continue
             self._kick.clear()
+            next_read = clock() + beat
             try:
                 horizon, found = await read(self.released)
             except Exception:
