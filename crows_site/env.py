@@ -115,9 +115,14 @@ def migrated_or_exit(program: str) -> None:
     """Stop `program` with one line and exit status 2 when the database lacks some of the
     code's migrations (`daphne` started before `manage.py migrate`, or after an upgrade).
     A database that does not answer is let through: the server says so per request."""
+    from django.db import connection
+
     from flock.db import NOT_MIGRATED, unapplied_migrations
 
-    missing = unapplied_migrations()
+    try:
+        missing = unapplied_migrations()
+    finally:
+        connection.close()  # this thread's: the server's own threads open their own
     if missing:
         sys.stderr.write(f"{program}: {NOT_MIGRATED.format(count=missing)}\n")
         raise SystemExit(2)

@@ -2,7 +2,8 @@
 
 django-ninja answers a wrong method with a plain-text 405, Django answers its own errors
 in HTML, and a NUL in a path would reach PostgreSQL (which refuses it)
-as a 500. This middleware turns all of those into the API's one error shape."""
+as a 500. ApiErrorsAsJson turns all of those into the API's one error shape; NotMigratedYet
+has a page asked of an unmigrated database say what to run."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from flock.db import NOT_MIGRATED, unapplied_migrations
 
 _WORDS = {
     400: "the request is malformed",
@@ -84,3 +88,14 @@ def _as_json(request: HttpRequest, response: HttpResponse) -> HttpResponse:
     if response.has_header("Allow"):
         replacement["Allow"] = response["Allow"]
     return replacement
+
+
+class NotMigratedYet(HybridMiddleware):
+    """A page asked of a server whose database lacks migrations (started before `manage.py
+    migrate`, its worker off) answers 503 saying what to run, not a bare 500. The API's
+    own handler does the same for /api/ (crows_site/api.py)."""
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, DatabaseError) or not (missing := unapplied_migrations()):
+            return None
+        return HttpResponse(NOT_MIGRATED.format(count=missing), status=503, content_type="text/plain; charset=utf-8")

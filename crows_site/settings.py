@@ -43,6 +43,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "crows_site.middleware.ApiErrorsAsJson",
+    "crows_site.middleware.NotMigratedYet",
     "crows_site.security.OwnerGateMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

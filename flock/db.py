@@ -30,8 +30,8 @@ def unapplied_migrations() -> int | None:
     """How many of the code's migrations the database lacks; None when it does not answer
     (a server then says so per request, with a 503, and a worker waits for it).
 
-    For start-up: a server or worker on an unmigrated database would otherwise fail on its
-    first query with a traceback naming a table, and go on failing every request."""
+    A server or worker on an unmigrated database would otherwise fail on its first query
+    with a traceback naming a table, and go on failing every request."""
     from django.db import DatabaseError
     from django.db.migrations.executor import MigrationExecutor
 
@@ -40,8 +40,6 @@ def unapplied_migrations() -> int | None:
         return len(executor.migration_plan(executor.loader.graph.leaf_nodes()))
     except DatabaseError:
         return None
-    finally:
-        connection.close()
 
 
 def queued_on_commit(hook: Callable[[], object]) -> bool:
