@@ -7,11 +7,12 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crows_site.settings")
     from django.core.management import execute_from_command_line
 
-    from crows_site.env import settings_or_exit
+    from crows_site.env import database_away_in_one_line, settings_or_exit
 
     settings_or_exit("manage.py")
 
-    execute_from_command_line(sys.argv)
+    with database_away_in_one_line("manage.py"):
+        execute_from_command_line(sys.argv)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -126,3 +128,23 @@ def migrated_or_exit(program: str) -> None:
     if missing:
         sys.stderr.write(f"{program}: {NOT_MIGRATED.format(count=missing)}\n")
         raise SystemExit(2)
+
+
+@contextmanager
+def database_away_in_one_line(program: str) -> Iterator[None]:
+    """A command whose database does not answer (PostgreSQL down or unreachable, a SQLite
+    file that cannot be opened) ends with one line naming DATABASE_URL and exit status 1,
+    not a traceback; `--traceback` still shows it. A database error that is a bug is
+    raised as it is."""
+    from django.db import DatabaseError
+
+    from flock.db import database_away
+
+    try:
+        yield
+    except DatabaseError as exc:
+        if "--traceback" in sys.argv or not (database_away(exc) or "unable to open database file" in str(exc)):
+            raise
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        sys.stderr.write(f"{program}: the database in DATABASE_URL is not answering: {reason}\n")
+        raise SystemExit(1) from None

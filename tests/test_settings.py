@@ -97,6 +97,16 @@ def test_an_unmigrated_database_stops_a_server_or_a_worker_in_one_line(tmp_path,
     ), result.stderr
 
 
+def test_a_command_whose_database_does_not_answer_ends_in_one_line(tmp_path):
+    env = base_env(CROWS_DATA_DIR=str(tmp_path), DATABASE_URL=f"sqlite:///{tmp_path}/no-such-dir/crows.sqlite3")
+    result = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == "manage.py: the database in DATABASE_URL is not answering: unable to open database file"
+
+
 def _free_port() -> int:
     import socket
 
