@@ -17,7 +17,8 @@ How the pool works (docs/STREAM.md, "Background work"):
   claim in an IMMEDIATE transaction;
 - leases: a claim writes a TaskLease that the process's heartbeat renews every third of
   CROWS_TASK_LEASE_S; a task still RUNNING after its lease ran out (its worker died, say
-  killed with SIGKILL) is queued again by any live worker's heartbeat and runs again.
+  killed with SIGKILL) is queued again by any live worker's heartbeat, which looks every
+  second, and runs again.
   Every task is idempotent (it locks its rows and finds its work done or takes it over),
   so a re-run never doubles an answer, a verdict or an event.
 """
@@ -49,6 +50,8 @@ from flock.db import queued_on_commit
 log = logging.getLogger("crows.worker")
 
 NOTIFY_CHANNEL = "crows_tasks"
+# How often a process's heartbeat looks for tasks whose lease ran out (at most).
+SWEEP_S = 1.0
 # Sent as the NOTIFY payload: a process's listener ignores its own notifications, whose
 # tasks its doorbell already rang for at commit (a second wake is a wasted claim).
 _PROCESS_TOKEN = f"{os.getpid()}-{get_random_string(8)}"
@@ -157,8 +160,12 @@ def requeue_expired(*, embedded_restart: bool = False) -> int:
         leased = Exists(TaskLease.objects.filter(task_id=OuterRef("id")))
         long_ago = now - timedelta(seconds=settings.CROWS_TASK_LEASE_S)
         due = ~Exists(live) & (leased | Q(started_at__lt=long_ago) | Q(started_at__isnull=True))
+    candidates = DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING).filter(due)
+    # Most sweeps find nothing: a read outside a transaction, which on SQLite (IMMEDIATE
+    # transactions) takes no write lock.
+    if not candidates.exists():
+        return 0
     with transaction.atomic():
-        candidates = DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING).filter(due)
         if connection.vendor == "postgresql":
             candidates = candidates.select_for_update(skip_locked=True)
         expired = list(candidates.values_list("id", flat=True))
@@ -190,10 +197,17 @@ def held_elsewhere(task: Any) -> set[Any]:
 
 
 def _heartbeat() -> None:
-    every = max(0.2, settings.CROWS_TASK_LEASE_S / 3)
-    while not _stop.wait(every):
+    """Renew this process's leases every third of CROWS_TASK_LEASE_S, and look for tasks
+    whose lease ran out every second (or every third of a shorter lease): a dead worker's
+    tasks run again about one lease after its last renewal, not a lease and a third."""
+    renew_every = max(0.2, settings.CROWS_TASK_LEASE_S / 3)
+    sweep_every = min(SWEEP_S, renew_every)
+    renewed_at = time.monotonic()
+    while not _stop.wait(sweep_every):
         try:
-            renew_leases()
+            if time.monotonic() - renewed_at >= renew_every - sweep_every / 2:
+                renewed_at = time.monotonic()
+                renew_leases()
             requeue_expired()
         except Exception:
             log.exception("worker heartbeat failed; trying again")
