@@ -43,6 +43,17 @@ def _database_answers() -> None:
         raise CommandError(NOT_MIGRATED.format(count=missing))
 
 
+# What --help says of the stock options the pool refuses or ignores.
+UNUSED_HELP = {
+    "queue_name": "Only 'default' (or '*'): the flock has one queue, and every worker runs it",
+    "exclude_queues": "Refused: the flock has one queue",
+    "interval": "Refused: set CROWS_WORKER_POLL_S instead",
+    "backend_name": "Only 'default': the flock's tasks are all on it",
+    "reload": "--reload is refused (restart the worker instead); --no-reload is the pool's way anyway",
+    "startup_delay": "Ignored: the pool starts at once",
+}
+
+
 def _refuse_unused(
     *, queue_name: str | None, exclude_queues: str | None, interval: float | None,
     backend_name: str | None, reload: bool | None, **_: Any,
@@ -84,6 +95,9 @@ class Command(CrowsCommand, StockCommand):  # CrowsCommand first: its one-line a
         # The stock options the pool has no use for: unset unless given, so that one
         # given is refused by name instead of being ignored in silence.
         parser.set_defaults(queue_name=None, exclude_queues=None, interval=None, backend_name=None, reload=None)
+        for action in parser._actions:
+            if action.dest in UNUSED_HELP:
+                action.help = UNUSED_HELP[action.dest]
 
     # Keyword-only like the stock command's, but with --threads and without the options this
     # pool does not use (they arrive in **options).
