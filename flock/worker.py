@@ -196,6 +196,20 @@ def held_elsewhere(task: Any) -> set[Any]:
     return {run["args"][0] for run in runs if run.get("args")}
 
 
+def live_runs(task: Any, first_arg: object, *, besides: str | None = None) -> int:
+    """How many runs of `task` with `first_arg` are RUNNING under a lease not yet run out,
+    in any process, the run `besides` left out (the caller's own)."""
+    from flock.models import TaskLease
+
+    live = TaskLease.objects.filter(expires_at__gte=timezone.now()).values("task_id")
+    runs = DBTaskResult.objects.filter(
+        status=TaskResultStatus.RUNNING, task_path=task.module_path, id__in=live, args_kwargs__args__0=first_arg
+    )
+    if besides is not None:
+        runs = runs.exclude(id=besides)
+    return runs.count()
+
+
 def _heartbeat() -> None:
     """Renew this process's leases every third of CROWS_TASK_LEASE_S, and look for tasks
     whose lease ran out every second (or every third of a shorter lease): a dead worker's

@@ -13,7 +13,7 @@ import logging
 from datetime import timedelta
 
 from django.db import OperationalError
-from django.tasks import task
+from django.tasks import TaskContext, task
 from django.utils import timezone
 
 log = logging.getLogger("crows.lists")
@@ -23,8 +23,8 @@ RETRY_PAUSE_S = 0.5
 PRIORITY_RETRY = 30  # a retried step is already late
 
 
-@task()
-def fly_sortie_task(sortie_pk: int, attempt: int = 0, owners: list[int] | None = None) -> str:
+@task(takes_context=True)
+def fly_sortie_task(context: TaskContext, sortie_pk: int, attempt: int = 0, owners: list[int] | None = None) -> str:
     """`owners` is not read: tasks queued by earlier servers carry the sortie's list and
     item, which the flight now finds in the statement that locks them."""
     from nests.actions.lists import abort_sortie, fly_sortie
@@ -32,7 +32,7 @@ def fly_sortie_task(sortie_pk: int, attempt: int = 0, owners: list[int] | None =
     try:
         # A retry flies again a sortie whose landing failed after take-off (its thread
         # has let go of it: flights.InAir), without a second take-off.
-        return fly_sortie(sortie_pk)
+        return fly_sortie(sortie_pk, run_id=context.task_result.id)
     except OperationalError as exc:
         if attempt < RETRIES:
             later = timezone.now() + timedelta(seconds=RETRY_PAUSE_S * (attempt + 1))

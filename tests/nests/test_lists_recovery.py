@@ -107,6 +107,40 @@ def test_a_server_started_beside_db_workers_leaves_their_flights_and_banter_to_t
     assert banter.status == Banter.Status.FLYING
 
 
+def test_a_duplicate_run_leaves_a_sortie_in_the_air_in_a_live_process_to_it_until_its_lease_runs_out():
+    from flock.models import Flight, TaskLease
+    from nests.actions.lists.flights import IN_AIR
+    from nests.tasks import fly_sortie_task
+
+    todo = post_list("write a haiku about crows", requester="ada")
+    sentry = Sortie.objects.get(todo_list=todo)
+    _forget_queue()
+    # Another process took off with it and its crow is thinking: its run is RUNNING under
+    # a lease its heartbeat renews.
+    assert launch_sortie(sentry.pk) is not None
+    IN_AIR.release(sentry.pk)
+    Sortie.objects.filter(pk=sentry.pk).update(claimed_by="db-worker-host-2-0000")
+    _held_by_a_live_db_worker(fly_sortie_task, sentry.pk)
+    fly_sortie_task.enqueue(sentry.pk)  # a duplicate, as a start-up recovery may queue
+
+    worker.run_pending()
+    sentry.refresh_from_db()
+    assert (sentry.status, sentry.claimed_by) == ("flying", "db-worker-host-2-0000")
+    assert not Flight.objects.exists() and not named(stream(todo.list_id), "crow.landed")
+
+    # That process dies: once its lease runs out, its run is queued again and flies it.
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    TaskLease.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert worker.requeue_expired() == 1
+    worker.run_pending()
+    landed = named(stream(todo.list_id), "crow.landed")
+    assert [p["crow"] for p in landed][:1] == ["Sentry"]
+    assert Flight.objects.filter(crow="Sentry").count() == 1  # one brain call for the triage
+
+
 def test_recovery_is_registered_to_run_when_the_worker_starts():
     from nests.actions.lists import recover_lists as recover
     from trust.actions import reschedule_timeouts

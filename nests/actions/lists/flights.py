@@ -35,10 +35,12 @@ from flock.brains import BrainReply, BrainRequest, get_brain, prompt_text
 from flock.db import lock_or_create, save_fields
 from flock.events import emit, register_event_names
 from flock.models import Crow
+from flock.worker import live_runs
 from nests.actions.lists import briefs
 from nests.actions.lists.ending import BUDGET, FAILURE, maybe_finish, skip_item
 from nests.actions.lists.sorties import BOOT_ID, cancel_unflown, queue_sortie
 from nests.models import FlightGate, Item, Sortie, TodoList
+from nests.tasks import fly_sortie_task
 from trust.actions.locking import lock_event_log
 
 log = logging.getLogger("crows.lists")
@@ -168,14 +170,14 @@ class InAir:
 IN_AIR = InAir()
 
 
-def launch_sortie(sortie_pk: int) -> Launch | None:
+def launch_sortie(sortie_pk: int, *, run_id: str | None = None) -> Launch | None:
     """Take off, or wait for a slot, or cancel. Returns what to fly when this process
     should fly it now, else None; a sortie returned is in IN_AIR until the caller
-    releases it."""
+    releases it. `run_id` is the task run flying it, if any."""
     taken = False
     try:
         with transaction.atomic():
-            launch = _launch(sortie_pk)
+            launch = _launch(sortie_pk, run_id=run_id)
             if launch is not None:
                 # Before the commit: a duplicate task waiting for the sortie's row lock
                 # finds it taken once it gets the row.
@@ -188,11 +190,16 @@ def launch_sortie(sortie_pk: int) -> Launch | None:
     return launch
 
 
-def _launch(sortie_pk: int) -> Launch | None:
+def _launch(sortie_pk: int, *, run_id: str | None = None) -> Launch | None:
     sortie, todo, item = lock_sortie(sortie_pk)
     if sortie.status == Sortie.Status.FLYING:
         if sortie.claimed_by == BOOT_ID and sortie_pk in IN_AIR:
             return None  # in the air in a sibling thread of this process
+        if sortie.claimed_by != BOOT_ID and live_runs(fly_sortie_task, sortie_pk, besides=run_id):
+            # In the air in another process that is alive (its run's lease is being
+            # renewed): this run is a duplicate, as a start-up recovery beside live
+            # db_workers queues. Taking over would call the brain a second time.
+            return None
         # Left in the air by a dead process, or dropped by this process's thread
         # (see InAir): fly it again, without a second take-off.
         sortie.claimed_by = BOOT_ID
@@ -301,12 +308,13 @@ def land_sortie(
     return sortie
 
 
-def fly_sortie(sortie_pk: int) -> str:
-    """The whole flight of one sortie; what the background task runs. Idempotent: a
-    sortie whose flight failed after take-off is flown again by the next run (InAir)."""
+def fly_sortie(sortie_pk: int, *, run_id: str | None = None) -> str:
+    """The whole flight of one sortie; what the background task runs (`run_id` is its
+    run). Idempotent: a sortie whose flight failed after take-off is flown again by the
+    next run (InAir); one in the air in a live process is left to it."""
     from nests.actions.lists.triage import ask_jev
 
-    launched = launch_sortie(sortie_pk)
+    launched = launch_sortie(sortie_pk, run_id=run_id)
     if launched is None:
         return "not flown"
     try:

@@ -6,8 +6,10 @@ task: a sortie planned or in the air gets one (a sortie in the air under a dead 
 is flown again, without a second take-off), slots freed by the dead process are handed to
 waiting sorties, banter the dead process was speaking is dropped (banter is never worth
 waiting for), and a list whose items all ended gets its finish queued. Duplicate tasks
-are harmless: the first to lock the row does the work. Work a live `db_worker` holds is
-left to it (a server started beside db_workers with its embedded worker on).
+are harmless: the first to lock the row does the work, and a run that finds its sortie in
+the air in a process still alive (that run's lease renewed) leaves it alone
+(flights._launch). Work a live `db_worker` holds is not even queued again (a server
+started beside db_workers with its embedded worker on).
 """
 
 from __future__ import annotations
