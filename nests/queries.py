@@ -94,12 +94,19 @@ def recent_success(crow: str, *, last: int = 10) -> float:
     return sum(oks) / len(oks) if oks else 0.5
 
 
+# A nest_id is no longer than a nest's name may be.
+NEST_ID_MAX = 40
+
+
 def nest_slug(name: str) -> str:
     """A nest name as a nest_id (EVENTS.md: lowercase, `a-z0-9-`): accents folded as
     Django's slugify folds them ("Café crew" is `cafe-crew`), every other run of
-    characters outside a-z0-9 one dash. Empty when the name has no Latin letter or digit."""
+    characters outside a-z0-9 one dash. Empty when the name has no Latin letter or digit.
+    Folding can lengthen a name (NFKD spells "㎯" as "mm/s2"), so the id is cut to
+    NEST_ID_MAX characters."""
     folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
-    return re.sub(r"[^a-z0-9]+", "-", folded.lower()).strip("-")
+    slug = re.sub(r"[^a-z0-9]+", "-", folded.lower()).strip("-")
+    return slug[:NEST_ID_MAX].rstrip("-")
 
 
 def find_nest(words: str) -> Nest | None:

@@ -283,7 +283,7 @@ def store_message(post: CheckedMessage) -> NestMessage:
             else:
                 addressee = first_mention(post.body, post.members)
 
-        _still_to_route(room, post)
+        routed = _still_to_route(room, post)
 
         n = room.next_msg_n
         room.next_msg_n = n + 1
@@ -293,6 +293,10 @@ def store_message(post: CheckedMessage) -> NestMessage:
             text=post.body, to=addressee, refers_to=post.refers_to, tagged_by=post.tag.tagged_by,
         )
         emit("nest.message", message.record(), nest_id=room.nest_id)
+        if routed is not None:
+            # Under the same lock as every claim: from now on a claim on the original is
+            # told where it went.
+            chat_claims.mark_relayed(routed, to_msg_id=message.msg_id)
         if post.tag.answer is not None:
             log_jev_tag(
                 post.tag.answer,
@@ -312,16 +316,18 @@ def store_message(post: CheckedMessage) -> NestMessage:
     return message
 
 
-def _still_to_route(room: Nest, post: CheckedMessage) -> None:
-    """Quill routes an owner's request nobody in the room could claim to a crow by name;
-    a crow that claimed it meanwhile (or an answer that closed it) has taken it, and a
-    routed copy would have two crows doing one job. Checked under the room's lock, which
-    every claim takes too: Conflict, and nothing is posted."""
+def _still_to_route(room: Nest, post: CheckedMessage) -> ChatRequest | None:
+    """The owner's request in this room that `post` routes to a crow by name (Quill, when
+    nobody in the room could claim it), or None for any other post. A crow that claimed
+    it meanwhile (or an answer that closed it) has taken it, and a routed copy would have
+    two crows doing one job: checked under the room's lock, which every claim takes too,
+    so Conflict, and nothing is posted."""
     if not post.relayed_from or post.on_behalf_of != OWNER:
-        return
+        return None
     routed = ChatRequest.objects.filter(nest=room, message__msg_id=post.relayed_from).first()
     if routed is not None and routed.state != ChatRequest.State.OPEN:
         raise Conflict(f"{post.relayed_from} is {routed.state} already, so it is not routed")
+    return routed
 
 
 def _follow_up(

@@ -219,8 +219,7 @@ def _route(inv: Invocation, crow: Crow) -> NestMessage | Skip | str:
         )
     except Conflict as taken:  # claimed in the moment since the check above
         return Skip(taken.message)
-    if own is not None:
-        mark_relayed(own, to_msg_id=relayed.msg_id)
+    # The original is marked relayed by the post itself, under the room's lock.
     return relayed
 
 
