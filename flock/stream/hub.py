@@ -277,6 +277,9 @@ class Hub:
                 await asyncio.sleep(min(poll, 1.0))
                 continue
             self._apply_fill(horizon, found)
+            # A read that took longer than the beat is not followed by another at once:
+            # a slow database is not read back to back.
+            next_read = max(next_read, clock() + poll * (1 - POLL_BEAT))
             # A gap the database cannot close yet (its transaction is still open): look
             # again, less and less often, up to the poll interval.
             gap_wait = min(gap_wait * 2, poll) if self._waiting else GAP_WAIT_S
