@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.db.utils import DatabaseError, InterfaceError, OperationalError
+from django.db.utils import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -15,7 +15,7 @@ from ninja.openapi.schema import OpenAPISchema
 
 from crows_site.middleware import too_large
 from crows_site.parser import StrictJsonParser
-from flock.db import DATABASE_AWAY, NOT_MIGRATED, RETRY_AFTER_S, database_away, unapplied_migrations
+from flock.db import DATABASE_AWAY, NOT_MIGRATED, RETRY_AFTER_S, database_away, lacks_migrations
 from flock.errors import CrowsError, RateLimited
 from flock.schemas import API_ERROR, ID_MAX
 from flock.stream.consumer import CURSOR_MAX
@@ -182,7 +182,7 @@ def on_database_away(request: HttpRequest, exc: Exception) -> HttpResponse:
 
 @api.exception_handler(Exception)
 def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
-    if isinstance(exc, DatabaseError) and (missing := unapplied_migrations()):
+    if missing := lacks_migrations(exc):
         # A server started before `manage.py migrate` (its worker off, so nothing stopped
         # it at start-up): every request is this, and it says what to do.
         log.error("%s %s: %s", request.method, request.path, NOT_MIGRATED.format(count=missing))

@@ -11,10 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
-from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from flock.db import NOT_MIGRATED, unapplied_migrations
+from flock.db import NOT_MIGRATED, lacks_migrations
 
 _WORDS = {
     400: "the request is malformed",
@@ -96,6 +95,6 @@ class NotMigratedYet(HybridMiddleware):
     own handler does the same for /api/ (crows_site/api.py)."""
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not isinstance(exception, DatabaseError) or not (missing := unapplied_migrations()):
+        if not (missing := lacks_migrations(exception)):
             return None
         return HttpResponse(NOT_MIGRATED.format(count=missing), status=503, content_type="text/plain; charset=utf-8")

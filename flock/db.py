@@ -26,6 +26,24 @@ POOL_MIN_MAX = 20
 NOT_MIGRATED = "the database has {count} migration(s) not applied yet: run `manage.py migrate --noinput` first"
 
 
+_migrated = False
+
+
+def lacks_migrations(exc: BaseException) -> int:
+    """For an error a request ran into: how many migrations the database lacks, when that
+    explains it (0 otherwise). An outage is not asked about (the database would be waited
+    for a second time), and once the database is known to be migrated it is not asked
+    again: a migration is never undone under a running server."""
+    global _migrated
+    from django.db import DatabaseError
+
+    if _migrated or not isinstance(exc, DatabaseError) or database_away(exc):
+        return 0
+    missing = unapplied_migrations()
+    _migrated = missing == 0
+    return missing or 0
+
+
 def unapplied_migrations() -> int | None:
     """How many of the code's migrations the database lacks; None when it does not answer
     (a server then says so per request, with a 503, and a worker waits for it).

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.db.utils import InterfaceError, OperationalError, ProgrammingError
 
-from crows_site import api as api_module
+from flock import db as flock_db
 from nests import actions
 
 pytestmark = pytest.mark.django_db
@@ -72,7 +72,8 @@ def test_a_server_on_a_database_not_migrated_yet_says_to_migrate(client, monkeyp
         raise error
 
     monkeypatch.setattr(actions, "post_message", missing_table)
-    monkeypatch.setattr(api_module, "unapplied_migrations", lambda: 63)
+    monkeypatch.setattr(flock_db, "_migrated", False)
+    monkeypatch.setattr(flock_db, "unapplied_migrations", lambda: 63)
     response = _post(client)
     assert response.status_code == 503 and response["Retry-After"] == "2"
     assert response.json() == {
@@ -80,14 +81,25 @@ def test_a_server_on_a_database_not_migrated_yet_says_to_migrate(client, monkeyp
     }
 
 
-def test_a_page_of_a_server_not_migrated_yet_says_to_migrate(rf, monkeypatch):
-    from crows_site import middleware
+def test_a_page_of_a_server_not_migrated_yet_says_to_migrate(client, monkeypatch):
+    from nests import views
 
-    monkeypatch.setattr(middleware, "unapplied_migrations", lambda: 63)
-    gate = middleware.NotMigratedYet(lambda request: None)
-    response = gate.process_exception(rf.get("/"), OperationalError("no such table: flock_event"))
-    assert response is not None and response.status_code == 503
+    def missing_table(*args, **kwargs):
+        raise OperationalError("no such table: flock_event")
+
+    monkeypatch.setattr(flock_db, "_migrated", False)
+    monkeypatch.setattr(flock_db, "unapplied_migrations", lambda: 63)
+    monkeypatch.setattr(views, "_flock_page_cursor", missing_table)
+    response = client.get("/")
+    assert response.status_code == 503
     assert response.content.decode().startswith("the database has 63 migration(s) not applied yet")
-    # Migrated, the same error is a bug: Django's own 500.
-    monkeypatch.setattr(middleware, "unapplied_migrations", lambda: 0)
-    assert gate.process_exception(rf.get("/"), OperationalError("no such table: flock_event")) is None
+
+
+def test_once_the_database_is_known_migrated_it_is_not_asked_again_and_outages_never(monkeypatch):
+    asked = []
+    monkeypatch.setattr(flock_db, "_migrated", False)
+    monkeypatch.setattr(flock_db, "unapplied_migrations", lambda: asked.append(1) or 0)
+    # An outage (SQLite still locked): the database would be waited for a second time.
+    assert flock_db.lacks_migrations(OperationalError("database is locked")) == 0 and asked == []
+    assert flock_db.lacks_migrations(OperationalError("no such table: flock_event")) == 0 and asked == [1]
+    assert flock_db.lacks_migrations(OperationalError("no such table: flock_event")) == 0 and asked == [1]
