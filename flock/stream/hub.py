@@ -37,7 +37,7 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from flock.events import Published, final_horizon, stream_keys
-from flock.stream.quiet_outage import PUBLISH_FAILURES
+from flock.stream.quiet_outage import PUBLISH_FAILURES, redis_unreachable
 
 log = logging.getLogger("crows.stream")
 
@@ -320,7 +320,9 @@ class Hub:
             try:
                 self._publish_to_layer(published)
             except Exception as exc:
-                if PUBLISH_FAILURES.now():
+                if not redis_unreachable(exc):
+                    log.exception("publishing event %s failed; other servers catch up by poll", published.id)
+                elif PUBLISH_FAILURES.now():
                     log.warning("publishing event %s to Redis failed (%s: %s); other servers catch up by "
                                 "poll (said once a minute)", published.id, type(exc).__name__, exc)
 
@@ -351,9 +353,13 @@ class Hub:
 
 
 def _log_send_failure(future: Any) -> None:
-    if not future.cancelled() and future.exception() is not None and PUBLISH_FAILURES.now():
-        log.warning("Redis publish failed (%s); other servers catch up from the database (said once a minute)",
-                    future.exception())
+    if future.cancelled() or (exc := future.exception()) is None:
+        return
+    if not redis_unreachable(exc):
+        # Not an outage (a message the layer refused, say): a bug, said every time.
+        log.error("Redis publish failed; other servers catch up from the database", exc_info=exc)
+    elif PUBLISH_FAILURES.now():
+        log.warning("Redis publish failed (%s); other servers catch up from the database (said once a minute)", exc)
 
 
 hub = Hub()

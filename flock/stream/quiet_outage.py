@@ -35,6 +35,14 @@ class OncePerMinute:
             return True
 
 
+def redis_unreachable(exc: BaseException) -> bool:
+    """Whether a failure to publish means Redis is away (refused, reset, timed out, closed),
+    rather than a bug in what was sent."""
+    import redis.exceptions
+
+    return isinstance(exc, OSError | TimeoutError | redis.exceptions.ConnectionError | redis.exceptions.TimeoutError)
+
+
 # A process that publishes while Redis is down fails once per event (a worker flying lists
 # publishes dozens a minute): said once a minute, like the receive task's retries.
 PUBLISH_FAILURES = OncePerMinute()

@@ -69,3 +69,17 @@ def test_a_process_publishing_while_redis_is_down_says_so_once_a_minute(caplog, 
         hub._log_send_failure(failed_send())
     said = [r.getMessage() for r in caplog.records if "Redis publish failed" in r.getMessage()]
     assert len(said) == 2 and all("said once a minute" in line for line in said)
+
+
+def test_a_publish_failure_that_is_not_an_outage_is_said_every_time(caplog):
+    import concurrent.futures
+
+    from flock.stream import hub
+
+    with caplog.at_level(logging.WARNING, logger="crows.stream"):
+        for _ in range(3):
+            future: concurrent.futures.Future = concurrent.futures.Future()
+            future.set_exception(TypeError("Object of type set is not msgpack serializable"))
+            hub._log_send_failure(future)
+    said = [r for r in caplog.records if "Redis publish failed" in r.getMessage()]
+    assert len(said) == 3 and all(r.exc_info for r in said)
