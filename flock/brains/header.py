@@ -46,7 +46,8 @@ VERB_KINDS: dict[str, str] = {
 MSG_ID_VERBS: tuple[str, ...] = ("CLAIM", "RESULT", "DECLINE", "ACK", "NO-ACTION")
 
 # The words of a post that is only a header ("[CLAIM launch-1]" and nothing else, as the
-# protocol's own examples have it): the reply footer's words for each verb.
+# protocol's own examples have it): the reply footer's words for each verb. A crow's
+# brain that leaves out a decline's reason gets them too; over the API that is a 400.
 BARE_HEADER_WORDS: dict[str, str] = {
     "CLAIM": "Mine.",
     "RESULT": "Done.",
@@ -125,6 +126,15 @@ def strip_header(text: str) -> str:
     if rest is None:
         return head
     return f"{head}\n{rest}" if head else rest
+
+
+# AGENT_PROTOCOL.json requires a reason after these (`[DECLINE {job_id}] {reason}`).
+REASON_REQUIRED = ("DECLINE", "NO-ACTION")
+
+
+def missing_reason(text: str, header: Header) -> bool:
+    """Whether `text` is a DECLINE or NO-ACTION header with no reason after it."""
+    return header.verb in REASON_REQUIRED and not strip_header(text).strip()
 
 
 def header_body(text: str, header: Header) -> str:

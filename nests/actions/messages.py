@@ -26,7 +26,7 @@ from django.db import transaction
 
 from flock import jev as jev_service
 from flock.actions import log_jev_tag
-from flock.brains.header import header_body, parse_header
+from flock.brains.header import header_body, missing_reason, parse_header
 from flock.errors import BadInput, Conflict, NotFound
 from flock.events import emit, lock_event_log, register_event_names
 from flock.jev.fit import warm_fit_score
@@ -209,6 +209,8 @@ def check_message(
     body = jev_text
     parsed = None if harness or finding is not None else parse_header(jev_text)
     if parsed is not None:
+        if invocation is None and missing_reason(jev_text, parsed):
+            raise BadInput(f"[{parsed.verb} {parsed.refers_to}] needs a reason after the bracket, as the protocol has it")
         # A bare header ("[CLAIM launch-1]", as the protocol writes a claim) is a whole post.
         body = header_body(jev_text, parsed)
         header = header or parsed.kind

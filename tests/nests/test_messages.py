@@ -151,13 +151,20 @@ def test_a_second_claim_on_a_solo_request_over_the_api_is_a_409(client, launch):
 
 @pytest.mark.parametrize("header, kind, words", [
     ("[CLAIM launch-1]", "claim", "Mine."), ("[ACK launch-1]", "say", "Seen."),
-    ("[RESULT launch-1]", "deliver", "Done."), ("[NO-ACTION launch-1]", "say", "No action needed."),
+    ("[RESULT launch-1]", "deliver", "Done."),
 ])
 def test_a_bare_header_as_the_protocol_writes_it_is_a_whole_post(client, launch, header, kind, words):
     post(client, "launch", {"author": "owner", "text": "find the notes", "kind": "request"})
     r = post(client, "launch", {"author": "Hugin", "text": header})
     assert r.status_code == 201, r.json()
     assert (r.json()["kind"], r.json()["refers_to"], r.json()["text"]) == (kind, "launch-1", words)
+
+
+@pytest.mark.parametrize("header", ["[DECLINE launch-1]", "[NO-ACTION launch-1]  "])
+def test_a_decline_or_no_action_without_its_reason_is_a_400(client, launch, header):
+    post(client, "launch", {"author": "owner", "text": "find the notes", "kind": "request"})
+    r = post(client, "launch", {"author": "Hugin", "text": header})
+    assert r.status_code == 400 and "needs a reason" in r.json()["message"]
 
 
 def test_over_the_rate_a_poster_gets_a_429_with_a_cooldown_keyed_by_author(client, launch, settings):
