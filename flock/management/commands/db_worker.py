@@ -54,27 +54,41 @@ UNUSED_HELP = {
 }
 
 
+# The default of a stock option the pool has no use for: a value given (even none, as
+# `--interval` alone gives) is told apart from one not given.
+_UNSET: Any = object()
+
+
+def _given(value: object) -> str:
+    return "with no value" if value is None else repr(value)
+
+
 def _refuse_unused(
-    *, queue_name: str | None, exclude_queues: str | None, interval: float | None,
-    backend_name: str | None, reload: bool | None, **_: Any,
+    *, queue_name: object = _UNSET, exclude_queues: object = _UNSET, interval: object = _UNSET,
+    backend_name: object = _UNSET, reload: object = None, **_: Any,
 ) -> None:
     """The flock enqueues every task on the default backend's one queue, and the pool runs
     all of it: a worker asked for another queue, or to reload, would otherwise run on
     doing something else than asked."""
-    if queue_name not in (None, "*", "default"):
-        raise CommandError(f"--queue-name {queue_name!r}: the flock has one queue, 'default', and every worker runs it")
-    if exclude_queues:
+    if queue_name is not _UNSET and queue_name not in ("*", "default"):
+        raise CommandError(f"--queue-name {_given(queue_name)}: the flock has one queue, 'default', and every worker runs it")
+    if exclude_queues is not _UNSET:
         raise CommandError("--exclude-queues: the flock has one queue, 'default', and every worker runs it")
-    if interval is not None:
+    if interval is not _UNSET:
         raise CommandError("--interval: set CROWS_WORKER_POLL_S instead (how often one thread looks for due work)")
-    if backend_name not in (None, "default"):
-        raise CommandError(f"--backend {backend_name!r}: the flock's tasks are all on the 'default' backend")
+    if backend_name is not _UNSET and backend_name != "default":
+        raise CommandError(f"--backend {_given(backend_name)}: the flock's tasks are all on the 'default' backend")
     if reload:
         raise CommandError("--reload: flock's pool does not reload on code changes; restart it (the Procfile passes --no-reload)")
 
 
 class Command(CrowsCommand, StockCommand):  # CrowsCommand first: its one-line argument errors
     help = "Run a pool of background worker threads with leases (flock's db_worker)"
+
+    def execute(self, *args: Any, **options: Any) -> str | None:
+        # Before the checks, which wait for the database: a wrong option is said at once.
+        _refuse_unused(**options)
+        return super().execute(*args, **options)
 
     def check(self, *args: Any, **kwargs: Any) -> None:
         from flock.stream.quiet_outage import say_if_redis_is_away
@@ -94,7 +108,7 @@ class Command(CrowsCommand, StockCommand):  # CrowsCommand first: its one-line a
         )
         # The stock options the pool has no use for: unset unless given, so that one
         # given is refused by name instead of being ignored in silence.
-        parser.set_defaults(queue_name=None, exclude_queues=None, interval=None, backend_name=None, reload=None)
+        parser.set_defaults(queue_name=_UNSET, exclude_queues=_UNSET, interval=_UNSET, backend_name=_UNSET, reload=None)
         for action in parser._actions:
             if action.dest in UNUSED_HELP:
                 action.help = UNUSED_HELP[action.dest]
@@ -107,7 +121,6 @@ class Command(CrowsCommand, StockCommand):  # CrowsCommand first: its one-line a
     ) -> None:
         from flock import worker
 
-        _refuse_unused(**options, reload=reload)
         self.configure_logging(verbosity)
         if batch or max_tasks:
             pool = worker._worker(f"batch-{worker_id}", poller=True, max_tasks=max_tasks)
