@@ -138,13 +138,23 @@ def database_away_in_one_line(program: str) -> Iterator[None]:
     raised as it is."""
     from django.db import DatabaseError
 
-    from flock.db import database_away
-
     try:
         yield
     except DatabaseError as exc:
-        if "--traceback" in sys.argv or not (database_away(exc) or "unable to open database file" in str(exc)):
+        if "--traceback" in sys.argv or not _not_answering(exc):
             raise
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         sys.stderr.write(f"{program}: the database in DATABASE_URL is not answering: {reason}\n")
         raise SystemExit(1) from None
+
+
+def _not_answering(exc: Exception) -> bool:
+    """A connection that could not be made or kept (not a deadlock, a timeout or a full
+    disk, which are errors of the command's own work): PostgreSQL refusing, unreachable or
+    gone, the pool's wait for a connection run out, SQLite's file not opening."""
+    from django.db.utils import InterfaceError, OperationalError
+
+    if not isinstance(exc, OperationalError | InterfaceError):
+        return False
+    words = str(exc).lower()
+    return "connect" in words or "unable to open database file" in words

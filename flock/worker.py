@@ -220,8 +220,8 @@ def _heartbeat() -> None:
     while not _stop.wait(sweep_every):
         try:
             if time.monotonic() - renewed_at >= renew_every - sweep_every / 2:
-                renewed_at = time.monotonic()
                 renew_leases()
+                renewed_at = time.monotonic()  # after it worked: a failed renewal is tried next tick
             requeue_expired()
         except Exception:
             log.exception("worker heartbeat failed; trying again")

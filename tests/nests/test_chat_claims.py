@@ -115,3 +115,15 @@ def test_in_a_conspiracy_every_crow_s_claim_stands_once(launch, fake_jev):
     with pytest.raises(Conflict, match="already has a lens"):
         post_message("launch", author="Hugin", text="Again.", kind="claim", refers_to="launch-1")
     assert Claim.objects.count() == 4 > CONSPIRACY_CAP
+
+
+def test_a_lens_claimed_after_the_others_delivered_reopens_the_request_until_it_delivers(launch, fake_jev):
+    fake_jev.mode = "murder"
+    post_message("launch", author="owner", text="which launch date is best?", kind="request")
+    post_message("launch", author="Hugin", text="My lens.", kind="claim", refers_to="launch-1")
+    post_message("launch", author="Hugin", text="Friday.", kind="deliver", refers_to="launch-1")
+    assert ChatRequest.objects.get().state == "delivered"
+    post_message("launch", author="Munin", text="Another lens.", kind="claim", refers_to="launch-1")
+    assert ChatRequest.objects.get().state == "claimed"
+    post_message("launch", author="Munin", text="Monday, for the press.", kind="deliver", refers_to="launch-1")
+    assert ChatRequest.objects.get().state == "delivered"

@@ -92,7 +92,10 @@ def claim_request(request: ChatRequest, *, crow: str, message: NestMessage, lens
         # Only reachable if a claim slipped past the nest lock (another database writer);
         # the constraint still keeps the first claim the only one.
         raise Conflict(f"{request.message.msg_id} is already claimed; first claim wins") from None
-    if request.state == ChatRequest.State.OPEN:
+    reopened = request.mode == ChatRequest.Mode.CONSPIRACY and request.state == ChatRequest.State.DELIVERED
+    if request.state == ChatRequest.State.OPEN or reopened:
+        # A lens offered after the others delivered is work under way again, until it
+        # delivers too (record_deliver).
         request.state = ChatRequest.State.CLAIMED
         request.save(update_fields=["state"])
     return claim
