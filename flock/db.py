@@ -49,15 +49,33 @@ def unapplied_migrations() -> int | None:
     (a server then says so per request, with a 503, and a worker waits for it).
 
     A server or worker on an unmigrated database would otherwise fail on its first query
-    with a traceback naming a table, and go on failing every request."""
-    from django.db import DatabaseError
-    from django.db.migrations.executor import MigrationExecutor
+    with a traceback naming a table, and go on failing every request. Read from the
+    migration files' names, as Django's loader finds them, without importing them: a
+    worker that loaded the whole migration graph at start ran a few per cent slower in
+    bench/lists.py (docs/PERFORMANCE.md, ninth pass). A squashed migration's replaced ones
+    are recorded as applied with it, so they never count as missing."""
+    import pkgutil
+    from importlib import import_module
 
+    from django.apps import apps
+    from django.db import DatabaseError
+    from django.db.migrations.recorder import MigrationRecorder
+
+    on_disk = set()
+    for app in apps.get_app_configs():
+        try:
+            package = import_module(f"{app.name}.migrations")
+        except ModuleNotFoundError:
+            continue
+        on_disk |= {
+            (app.label, name) for _, name, is_pkg in pkgutil.iter_modules(package.__path__)
+            if not is_pkg and name[0] not in "_~"
+        }
     try:
-        executor = MigrationExecutor(connection)
-        return len(executor.migration_plan(executor.loader.graph.leaf_nodes()))
+        applied = set(MigrationRecorder(connection).applied_migrations())
     except DatabaseError:
         return None
+    return len(on_disk - applied)
 
 
 def queued_on_commit(hook: Callable[[], object]) -> bool:

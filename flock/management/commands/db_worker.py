@@ -38,7 +38,10 @@ def _database_answers() -> None:
     except DatabaseError as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CommandError(f"the database in DATABASE_URL is not answering: {reason}") from None
-    missing = unapplied_migrations()
+    try:
+        missing = unapplied_migrations()
+    finally:
+        connection.close()  # the main thread's: it runs no task
     if missing:
         raise CommandError(NOT_MIGRATED.format(count=missing))
 
