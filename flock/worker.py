@@ -180,31 +180,33 @@ def requeue_expired(*, embedded_restart: bool = False) -> int:
     return len(expired)
 
 
+def _running_under_a_live_lease(task: Any) -> Any:
+    """`task`'s runs RUNNING under a lease not yet run out: a live worker has them."""
+    from flock.models import TaskLease
+
+    live = TaskLease.objects.filter(expires_at__gte=timezone.now())
+    return DBTaskResult.objects.filter(
+        status=TaskResultStatus.RUNNING, task_path=task.module_path, id__in=live.values("task_id")
+    )
+
+
 def held_elsewhere(task: Any) -> set[Any]:
-    """The first arguments of `task`'s runs that a live worker of another process holds
-    right now: RUNNING under a lease not yet run out, taken by a `db_worker` (every
+    """The first arguments of `task`'s runs that a live `db_worker` holds right now (every
     embedded lease is this server's previous life's, see requeue_expired). At an embedded
     worker's start, the work in their hands is not a dead process's to recover: a server
     started beside db_workers (CROWS_EMBEDDED_WORKER left on) must not fly their sorties a
     second time, nor drop their banter."""
     from flock.models import TaskLease
 
-    live = TaskLease.objects.filter(expires_at__gte=timezone.now()).exclude(worker_id__startswith="embedded-")
-    runs = DBTaskResult.objects.filter(
-        status=TaskResultStatus.RUNNING, task_path=task.module_path, id__in=live.values("task_id")
-    ).values_list("args_kwargs", flat=True)
+    embedded = TaskLease.objects.filter(worker_id__startswith="embedded-").values("task_id")
+    runs = _running_under_a_live_lease(task).exclude(id__in=embedded).values_list("args_kwargs", flat=True)
     return {run["args"][0] for run in runs if run.get("args")}
 
 
 def live_runs(task: Any, first_arg: object, *, besides: str | None = None) -> int:
-    """How many runs of `task` with `first_arg` are RUNNING under a lease not yet run out,
-    in any process, the run `besides` left out (the caller's own)."""
-    from flock.models import TaskLease
-
-    live = TaskLease.objects.filter(expires_at__gte=timezone.now()).values("task_id")
-    runs = DBTaskResult.objects.filter(
-        status=TaskResultStatus.RUNNING, task_path=task.module_path, id__in=live, args_kwargs__args__0=first_arg
-    )
+    """How many runs of `task` with `first_arg` a live worker has, in any process, the run
+    `besides` left out (the caller's own)."""
+    runs = _running_under_a_live_lease(task).filter(args_kwargs__args__0=first_arg)
     if besides is not None:
         runs = runs.exclude(id=besides)
     return runs.count()

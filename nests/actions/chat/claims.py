@@ -3,9 +3,10 @@
 solo/split: the first claim wins; a later one is refused (409 over the API, a review
 comment from a brain). conspiracy: every claim stands (DECISIONS.md), each a distinct
 lens, one per crow; dispatch invokes lenses one after another up to CONSPIRACY_CAP, and a
-crow that claims past it on its own still holds its claim. All of it runs inside post_message's transaction, after the
-nest row is locked, so two claims on one request are decided one after the other; the
-partial unique constraint on Claim is the database's own word on the same rule.
+crow that claims past it on its own still holds its claim. All of it runs inside
+post_message's transaction, after the nest row is locked, so two claims on one request
+are decided one after the other; the partial unique constraint on Claim is the
+database's own word on the same rule.
 """
 
 from __future__ import annotations
