@@ -128,7 +128,7 @@ def strip_header(text: str) -> str:
     return f"{head}\n{rest}" if head else rest
 
 
-# AGENT_PROTOCOL.json requires a reason after these (`[DECLINE {job_id}] {reason}`).
+# The protocol requires a reason after these (`[DECLINE {job_id}] {reason}`; docs/CHATROOM.md).
 REASON_REQUIRED = ("DECLINE", "NO-ACTION")
 
 

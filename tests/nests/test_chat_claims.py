@@ -106,7 +106,7 @@ def test_a_conspiracy_takes_distinct_lenses_one_after_another_up_to_the_cap(laun
 
 
 def test_in_a_conspiracy_every_crow_s_claim_stands_once(launch, fake_jev):
-    # DECISIONS.md: in conspiracy mode every claim stands; the cap is how many lenses
+    # docs/CHATROOM.md: in conspiracy mode every claim stands; the cap is how many lenses
     # dispatch invokes, not how many crows may offer one.
     fake_jev.mode = "murder"
     post_message("launch", author="owner", text="which launch date is best?", kind="request")

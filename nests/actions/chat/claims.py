@@ -1,7 +1,7 @@
 """Requests and claims (docs/CHATROOM.md).
 
 solo/split: the first claim wins; a later one is refused (409 over the API, a review
-comment from a brain). conspiracy: every claim stands (DECISIONS.md), each a distinct
+comment from a brain). conspiracy: every claim stands (docs/CHATROOM.md), each a distinct
 lens, one per crow; dispatch invokes lenses one after another up to CONSPIRACY_CAP, and a
 crow that claims past it on its own still holds its claim. All of it runs inside
 post_message's transaction, after the nest row is locked, so two claims on one request
