@@ -138,13 +138,14 @@ def database_away_in_one_line(program: str) -> Iterator[None]:
     raised as it is."""
     from django.db import DatabaseError
 
+    from flock.db import first_line
+
     try:
         yield
     except DatabaseError as exc:
         if "--traceback" in sys.argv or not _not_answering(exc):
             raise
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        sys.stderr.write(f"{program}: the database in DATABASE_URL is not answering: {reason}\n")
+        sys.stderr.write(f"{program}: the database in DATABASE_URL is not answering: {first_line(exc)}\n")
         raise SystemExit(1) from None
 
 

@@ -185,6 +185,11 @@ def fit_pool_to_threads(worker_threads: int, *, alias: str = "default") -> None:
     wrapper.close_pool()  # type: ignore[attr-defined]  # PostgreSQL's wrapper only, checked above
 
 
+def first_line(exc: BaseException) -> str:
+    """An error as one log or command line: its message's first line, or its type's name."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 def database_away(exc: BaseException) -> bool:
     """Whether a database error means "not answering right now" rather than a bug:
     PostgreSQL down, restarting, unreachable, out of pool connections, a deadlock or a

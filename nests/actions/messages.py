@@ -327,8 +327,8 @@ def _still_to_route(room: Nest, post: CheckedMessage) -> ChatRequest | None:
     if not post.relayed_from or post.on_behalf_of != OWNER:
         return None
     routed = ChatRequest.objects.filter(nest=room, message__msg_id=post.relayed_from).first()
-    if routed is not None and routed.state != ChatRequest.State.OPEN:
-        raise Conflict(f"{post.relayed_from} is {routed.state} already, so it is not routed")
+    if routed is not None and (refusal := chat_claims.route_refusal(routed)):
+        raise Conflict(refusal)
     return routed
 
 

@@ -31,13 +31,12 @@ def _database_answers() -> None:
     (after the pool's own wait, so a database still starting up is waited for)."""
     from django.db import DatabaseError, connection
 
-    from flock.db import NOT_MIGRATED, unapplied_migrations
+    from flock.db import NOT_MIGRATED, first_line, unapplied_migrations
 
     try:
         connection.ensure_connection()
     except DatabaseError as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CommandError(f"the database in DATABASE_URL is not answering: {reason}") from None
+        raise CommandError(f"the database in DATABASE_URL is not answering: {first_line(exc)}") from None
     try:
         missing = unapplied_migrations()
     finally:

@@ -58,6 +58,14 @@ def claim_refusal(request: ChatRequest, *, crow: str) -> str:
     return ""
 
 
+def route_refusal(request: ChatRequest) -> str:
+    """Why Quill may not route `request` to a crow by name now (a crow claimed it, or an
+    answer closed it, since the owner posted it), or "" when it may."""
+    if request.state == ChatRequest.State.OPEN:
+        return ""
+    return f"{request.message.msg_id} is {request.state} already, so it is not routed"
+
+
 def record_request(
     message: NestMessage,
     *,

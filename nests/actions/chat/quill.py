@@ -20,7 +20,7 @@ from flock.errors import Conflict
 from flock.models import Crow
 from flock.vocab import OWNER
 from nests import queries
-from nests.actions.chat.claims import mark_relayed, request_for
+from nests.actions.chat.claims import mark_relayed, request_for, route_refusal
 from nests.actions.chat.dispatch import best_fit
 from nests.actions.chat.replies import Reply, Skip, post_reply
 from nests.actions.chat.status_question import is_status_question, without_mentions
@@ -197,8 +197,8 @@ def _route(inv: Invocation, crow: Crow) -> NestMessage | Skip | str:
     unless a crow claimed it (or it was answered) since the owner posted it."""
     trigger = inv.trigger
     own = ChatRequest.objects.filter(message=trigger).first()
-    if own is not None and own.state != ChatRequest.State.OPEN:
-        return Skip(f"{trigger.msg_id} is {own.state} already, so it is not routed")
+    if own is not None and (refusal := route_refusal(own)):
+        return Skip(refusal)
     pick, fit = _pick_crow(inv.nest, trigger, trigger.text)
     if not pick:
         return (
