@@ -30,11 +30,11 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.urls import path, re_path  # noqa: E402
 
-from crows_site.security import OwnerGate  # noqa: E402
+from crows_site.security import OwnerGate, refuse_websocket  # noqa: E402
 from flock.stream.consumer import EventStreamConsumer  # noqa: E402
 
 # OwnerGate sees every request first, the stream included: Host, Origin, token and
-# Content-Type checks (docs/SECURITY.md).
+# Content-Type checks (docs/SECURITY.md). No WebSockets: an upgrade is refused with 403.
 application = ProtocolTypeRouter(
     {
         "http": OwnerGate(
@@ -46,6 +46,7 @@ application = ProtocolTypeRouter(
                 ]
             )
         ),
+        "websocket": refuse_websocket,
     }
 )
 

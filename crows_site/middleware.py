@@ -63,8 +63,15 @@ class HybridMiddleware:
 
 class ApiErrorsAsJson(HybridMiddleware):
     def before(self, request: HttpRequest) -> HttpResponse | None:
-        if request.path.startswith("/api/") and "\x00" in request.path:
+        if not request.path.startswith("/api/"):
+            return None
+        if "\x00" in request.path:
             return JsonResponse({"message": "the path must not contain NUL characters"}, status=400)
+        # PostgreSQL cannot even compare a string holding NUL: say so before a filter meets it.
+        for name, values in request.GET.lists():
+            if "\x00" in name or any("\x00" in value for value in values):
+                shown = name.replace("\x00", "\\x00")[:40]
+                return JsonResponse({"message": f"the query parameter {shown} must not contain NUL characters"}, status=400)
         return None
 
     def after(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:

@@ -15,14 +15,20 @@ In order, a request is refused when:
 4. a token is set and it carries neither `Authorization: Bearer <token>` nor the login
    cookie (401 for /api/, a redirect to /login for pages);
 5. for /api/: it changes state without `Content-Type: application/json` (415), so no
-   HTML form or preflight-free `fetch` from another site can reach an action.
+   HTML form or preflight-free `fetch` from another site can reach an action. A state
+   change is a method the API takes on that path (its OpenAPI document); anything else
+   goes on to the router, whose 404 or 405 says more than a 415 would.
+
+WebSocket upgrades are refused (403): the flock speaks HTTP and Server-Sent Events only.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import ipaddress
+import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -61,9 +67,17 @@ def cookie_value(token: str) -> str:
     return hmac.new(key, token.encode(), hashlib.sha256).hexdigest()
 
 
-def token_matches(given: str) -> bool:
+def token_matches(given: str | bytes) -> bool:
+    """`given` as typed (the login form's text) or as sent (a header's bytes)."""
     token = settings.CROWS_OWNER_TOKEN
-    return bool(token) and hmac.compare_digest(given.encode(), token.encode())
+    raw = given if isinstance(given, bytes) else given.encode()
+    return bool(token) and hmac.compare_digest(raw, token.encode())
+
+
+def _header_bytes(value: str) -> bytes:
+    # ASGI servers and Django alike hand a header over decoded as Latin-1; its bytes are
+    # what the client sent (a UTF-8 token from curl, say).
+    return value.encode("latin-1", errors="replace")
 
 
 def _is_loopback(address: str | None) -> bool:
@@ -114,17 +128,35 @@ def is_authenticated(headers: dict[str, str]) -> bool:
     if not token:
         return True
     scheme, _, given = headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and token_matches(given.strip()):
+    if scheme.lower() == "bearer" and token_matches(_header_bytes(given.strip())):
         return True
     cookie = _cookie(headers.get("cookie", ""), COOKIE_NAME)
     return bool(cookie) and hmac.compare_digest(cookie.encode(), cookie_value(token).encode())
 
 
+@functools.cache
+def _api_operations() -> tuple[tuple[re.Pattern[str], frozenset[str]], ...]:
+    """Every /api/ path the OpenAPI document describes, as a pattern, with its methods."""
+    from crows_site.api import api  # the API's views import this module
+
+    routes = []
+    for template, operations in api.get_openapi_schema()["paths"].items():
+        # A `{param}` is one path segment, as Django's default path converter takes it.
+        pattern = "[^/]+".join(re.escape(part) for part in re.split(r"\{[^}/]*\}", template))
+        routes.append((re.compile(pattern + r"\Z"), frozenset(method.upper() for method in operations)))
+    return tuple(routes)
+
+
+def api_takes(method: str, path: str) -> bool:
+    """Whether the API has an operation for `method` on `path`."""
+    return any(method in methods and pattern.match(path) for pattern, methods in _api_operations())
+
+
 def decide(
-    *, method: str, path: str, headers: dict[str, str], scheme: str, server_address: str | None
+    *, method: str, path: str, headers: dict[str, str], scheme: str, server_address: str | None, query: str = ""
 ) -> Refusal | None:
     """None when the request may go on; otherwise what to answer. `headers` has
-    lower-case names."""
+    lower-case names; `query` is the query string, kept on the way to the login page."""
     is_api = path.startswith("/api/") or path == "/api"
     if not settings.CROWS_OWNER_TOKEN and (not _is_loopback(server_address) or _proxied(headers)):
         return Refusal(403, NEEDS_TOKEN)
@@ -151,9 +183,10 @@ def decide(
                 "or log in at /login",
                 headers=(("WWW-Authenticate", 'Bearer realm="so-many-crows"'),),
             )
-        return Refusal(302, "log in first", redirect="/login?next=" + quote(path, safe="/"))
+        wanted = f"{path}?{query}" if query else path
+        return Refusal(302, "log in first", redirect="/login?next=" + quote(wanted, safe="/"))
 
-    if is_api and method not in SAFE_METHODS:
+    if is_api and method not in SAFE_METHODS and api_takes(method, path):
         content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if content_type != "application/json":
             shown = content_type or "none"
@@ -196,6 +229,7 @@ class OwnerGate:
             headers=_scope_headers(scope.get("headers", [])),
             scheme=scope.get("scheme", "http"),
             server_address=str(server[0]) if server else None,
+            query=scope.get("query_string", b"").decode("latin-1"),
         )
         if refusal is None:
             # `send` goes on unwrapped: the stream consumer reads the server's transport
@@ -211,6 +245,14 @@ class OwnerGate:
             }
         )
         await send({"type": "http.response.body", "body": response.content})
+
+
+async def refuse_websocket(scope: Scope, receive: Receive, send: Send) -> None:
+    """Close an upgrade before accepting it: daphne answers the handshake with 403. (Without
+    an app for the scope, channels raises and the client gets a 500.)"""
+    message = await receive()
+    if message["type"] == "websocket.connect":
+        await send({"type": "websocket.close", "code": 1008})
 
 
 def as_response(refusal: Refusal) -> HttpResponse:
@@ -250,4 +292,5 @@ def _refusal_for(request: HttpRequest) -> Refusal | None:
         headers=headers,
         scheme=request.scheme or "http",
         server_address=str(server[0]) if server else None,
+        query=request.META.get("QUERY_STRING", ""),
     )

@@ -20,6 +20,15 @@ def _next(request: HttpRequest, value: str) -> str:
     return "/"
 
 
+def _over_https(request: HttpRequest) -> bool:
+    # Behind the TLS proxy docs/SECURITY.md describes, the request reaches daphne as plain
+    # HTTP; the proxy says how the browser came. Trusting the header only makes the cookie
+    # stricter: a client that lies about HTTPS gets a cookie its browser will not send back.
+    forwarded = request.headers.get("X-Forwarded-Proto", "").split(",", 1)[0].strip().lower()
+    standard = request.headers.get("Forwarded", "").lower().replace(" ", "")
+    return request.is_secure() or forwarded == "https" or "proto=https" in standard
+
+
 @never_cache
 @require_http_methods(["GET", "HEAD", "POST"])
 def login(request: HttpRequest) -> HttpResponse:
@@ -40,7 +49,7 @@ def login(request: HttpRequest) -> HttpResponse:
         max_age=COOKIE_MAX_AGE_S,
         httponly=True,
         samesite="Strict",
-        secure=request.is_secure(),
+        secure=_over_https(request),
         path="/",
     )
     return response

@@ -20,6 +20,7 @@ from pydantic import (
     StrictInt,
     StrictStr,
     StringConstraints,
+    WithJsonSchema,
     WrapValidator,
     model_validator,
 )
@@ -44,8 +45,14 @@ NO_NUL_PATTERN = r"^[^\u0000]*$"
 ID_MAX = 100
 QUERY_TEXT_MAX = 500
 
+# No NUL in a path or query: PostgreSQL cannot even compare a string holding one, so the
+# API refuses it before any view runs (crows_site/middleware.py).
+NUL_FREE = r"^[^\u0000]*$"
+
 # An identifier or name in a path or query; longer is a 400 naming the parameter.
-IdParam = Annotated[str, StringConstraints(max_length=ID_MAX)]
+IdParam = Annotated[
+    str, StringConstraints(max_length=ID_MAX), WithJsonSchema({"type": "string", "maxLength": ID_MAX, "pattern": NUL_FREE})
+]
 
 
 def _whole(value: Any) -> Any:

@@ -99,9 +99,9 @@ NEST_ID_MAX = 40
 
 
 def nest_slug(name: str) -> str:
-    """A nest name as a nest_id (EVENTS.md: lowercase, `a-z0-9-`): accents folded as
-    Django's slugify folds them ("Café crew" is `cafe-crew`), every other run of
-    characters outside a-z0-9 one dash. Empty when the name has no Latin letter or digit.
+    """A nest name as a nest_id (docs/API.md, `POST /api/nests`: lowercase `a-z0-9-`):
+    accents folded as Django's slugify folds them ("Café crew" is `cafe-crew`), every other
+    run of characters outside a-z0-9 one dash. Empty when the name has no Latin letter or digit.
     Folding can lengthen a name (NFKD spells "㎯" as "mm/s2"), so the id is cut to
     NEST_ID_MAX characters."""
     folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")

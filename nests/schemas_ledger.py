@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from ninja import Schema
 from pydantic import Field, StringConstraints, WithJsonSchema
 
-from flock.schemas import QUERY_TEXT_MAX, says
+from flock.schemas import NUL_FREE, QUERY_TEXT_MAX, says
 
 # Query parameters, documented as the queries judge them (they give the precise 400). A
 # limit must be ASCII digits before a query reads it: `²` passes str.isdigit but not int().
@@ -28,7 +28,9 @@ OrchestrationLimit = Annotated[
     says("limit must be a whole number from 1 to 1000, got {value}"),
 ]
 # Short enough that the request fits a request line fully percent-encoded (flock/schemas.py).
-MemoryQuery = Annotated[str, Field(max_length=QUERY_TEXT_MAX, description="what to remember best")]
+MemoryQuery = Annotated[
+    str, Field(max_length=QUERY_TEXT_MAX, description="what to remember best", json_schema_extra={"pattern": NUL_FREE})
+]
 
 
 class ExpectationOut(Schema):

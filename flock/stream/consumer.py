@@ -229,6 +229,8 @@ class EventStreamConsumer(AsyncHttpConsumer):
             key = query[param][-1].strip()
             if not key:
                 raise BadStream(400, f"{param} must not be empty")
+            if "\x00" in key:  # PostgreSQL cannot even compare a string holding one
+                raise BadStream(400, f"{param} must not contain NUL characters")
             try:
                 exists = await sync_to_async(_check_exists, thread_sensitive=False)(param, key)
             except DatabaseError as exc:

@@ -174,3 +174,56 @@ def test_an_origin_without_the_default_port_is_the_servers_own(client):
         HTTP_HOST="localhost:80", HTTP_ORIGIN="http://localhost",
     )
     assert response.status_code == 201, response.content
+
+
+def test_a_method_the_path_does_not_take_is_405_and_an_unknown_path_404_whatever_the_content_type(client):
+    # The 415 guards the API's state changes; anything else is the router's to answer.
+    wrong_method = client.generic("DELETE", "/api/state")
+    assert wrong_method.status_code == 405 and "GET" in message(wrong_method)
+    assert client.generic("QUERY", "/api/state").status_code == 405
+    unknown = client.generic("POST", "/api/nope")
+    assert unknown.status_code == 404 and "/api/nope" in message(unknown)
+    # A state change the API takes still needs JSON, path parameters included.
+    assert client.generic("PATCH", "/api/crows/Rook", b"epithet=x", content_type="text/plain").status_code == 415
+    assert client.generic("POST", "/api/items/x-1/retry").status_code == 415
+
+
+@override_settings(CROWS_OWNER_TOKEN="tökén-123")
+def test_a_token_beyond_ascii_works_as_a_bearer_header_sent_in_utf8(client):
+    # A header reaches the gate decoded as Latin-1: its bytes are what the client sent.
+    sent = "Bearer tökén-123".encode().decode("latin-1")
+    assert client.get("/api/state", HTTP_AUTHORIZATION=sent).status_code == 200
+    latin1 = "Bearer tökén-123"
+    assert client.get("/api/state", HTTP_AUTHORIZATION=latin1).status_code == 401
+
+
+@override_settings(CROWS_OWNER_TOKEN="s3cret-token")
+def test_the_login_page_keeps_the_query_of_the_page_asked_for(client):
+    page = client.get("/nests/todo?focus=1&x=2")
+    assert page.status_code == 302
+    form = client.get(page["Location"])
+    assert form.context["next"] == "/nests/todo?focus=1&x=2"
+
+
+@override_settings(CROWS_OWNER_TOKEN="s3cret-token")
+@pytest.mark.parametrize(
+    ("header", "value", "secure"),
+    [("HTTP_X_FORWARDED_PROTO", "https", True), ("HTTP_FORWARDED", "for=203.0.113.7;proto=https", True),
+     ("HTTP_X_FORWARDED_PROTO", "http", False)],
+)
+def test_the_login_cookie_is_secure_behind_a_tls_proxy(client, header, value, secure):
+    ok = client.post("/login", {"token": "s3cret-token", "next": "/"}, **{header: value})
+    assert ok.status_code == 302
+    assert bool(ok.cookies[COOKIE_NAME]["secure"]) is secure
+
+
+@pytest.mark.parametrize(
+    "url", ["/api/flights?crow=%00", "/api/flights?item_id=a%00b", "/api/review?nest_id=%00",
+            "/api/crows/Rook/memory?q=%00", "/api/orchestration?crow=x&decider=%00", "/api/flights?%00=1"],
+)
+def test_a_nul_in_a_query_parameter_is_a_400_naming_it(client, url):
+    # PostgreSQL cannot compare a string holding NUL (a 500 there, before this check).
+    response = client.get(url)
+    assert response.status_code == 400
+    assert "must not contain NUL characters" in message(response)
+    assert "query parameter" in message(response)

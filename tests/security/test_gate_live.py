@@ -74,3 +74,24 @@ def test_with_a_token_no_token_is_401_bearer_is_200_and_the_stream_works(live_se
         client.close()
     page = httpx.get(f"{server.url}/nests/todo", timeout=10)
     assert page.status_code == 302 and page.headers["location"].startswith("/login")
+
+
+def test_a_websocket_upgrade_is_refused_with_403_not_a_500(server):
+    import socket
+
+    host, port = server.url.removeprefix("http://").split(":")
+    for path, hostname in (("/api/events", f"{host}:{port}"), ("/", "evil.example")):
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(
+                f"GET {path} HTTP/1.1\r\nHost: {hostname}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n".encode()
+            )
+            status_line = sock.recv(4096).split(b"\r\n", 1)[0]
+        assert status_line.split()[1] == b"403", status_line
+    assert server.get("/api/state").status_code == 200
+
+
+def test_a_nul_in_the_streams_nest_id_is_a_400(server):
+    response = httpx.get(f"{server.url}/api/events?nest_id=%00", timeout=10)
+    assert response.status_code == 400
+    assert response.json()["message"] == "nest_id must not contain NUL characters"
