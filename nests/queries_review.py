@@ -10,10 +10,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from django.db.models import F, Min
+
 from flock.events import rfc3339
 from flock.models import Flight
 from flock.vocab import MessageKind
-from nests.models import Invocation, Item, NestMessage
+from nests.models import Invocation, Item, NestMessage, Sortie
 from nests.render import render_markdown
 from trust import queries as trust_queries
 from trust.models import Approval, Verdict
@@ -23,13 +25,26 @@ ANSWER_TASKS = ("answer", "subtask", "merge", "synthesise", "chat")
 
 
 def mock_answered(item_ids: list[str]) -> set[str]:
-    """Items (or messages) whose answer came, at least in part, from the offline mock brain."""
+    """Items (or messages) whose answer came, at least in part, from the offline mock brain.
+    For a retried item only its current attempt counts: a mock's first answer does not
+    make a real model's second one a placeholder."""
     if not item_ids:
         return set()
-    by_item = set(
-        Flight.objects.filter(item_id__in=item_ids, provider="mock", task__in=ANSWER_TASKS)
-        .values_list("item_id", flat=True)
+    # A flight is logged as its sortie lands, so the current attempt's flights are those
+    # logged since its first take-off.
+    attempt_began = dict(
+        Sortie.objects.filter(item__item_id__in=item_ids, attempt=F("item__attempt"), started_at__isnull=False)
+        .values("item__item_id")
+        .annotate(began=Min("started_at"))
+        .values_list("item__item_id", "began")
     )
+    by_item = {
+        item_id
+        for item_id, logged in Flight.objects.filter(
+            item_id__in=item_ids, provider="mock", task__in=ANSWER_TASKS
+        ).values_list("item_id", "created_at")
+        if item_id not in attempt_began or logged >= attempt_began[item_id]
+    }
     by_msg = set(
         Flight.objects.filter(msg_id__in=item_ids, provider="mock", task__in=ANSWER_TASKS)
         .values_list("msg_id", flat=True)

@@ -41,23 +41,53 @@ function tick() {
 /** The decision cards of one box (#decisions), kept in step with the stream. */
 
 // Approve / Reject for a chat delivery waiting for the owner, in the room and on the flock
-// page alike: both buttons wait while the verdict is in flight.
+// page alike: both buttons wait while the verdict is in flight. Reject stays one click; the
+// optional reason beside it goes with the rejection (kept with the verdict, said in the room).
 function deliveryVerdictButtons(msgId) {
+  const reason = h("input", {
+    type: "text", class: "reason-input", maxlength: "2000", placeholder: "reason (optional)",
+    "aria-label": `Reason for rejecting delivery ${msgId} (optional)`,
+  });
   const buttons = [true, false].map((approve) => h("button", {
     type: "button", class: `btn ${approve ? "approve" : "reject"}`,
     "aria-label": `${approve ? "Approve" : "Reject"} delivery ${msgId}`, onclick: () => send(approve),
   }, approve ? "Approve" : "Reject"));
   async function send(approve) {
     for (const b of buttons) b.disabled = true;
+    const body = { item_id: msgId, target: "output", approve };
+    if (!approve && reason.value.trim()) body.reason = reason.value.trim();
     try {
-      await post("/api/verdicts", { item_id: msgId, target: "output", approve });
+      await post("/api/verdicts", body);
       announce(`${approve ? "Approved" : "Rejected"} ${msgId}.`);
     } catch (err) {
       for (const b of buttons) b.disabled = false;
       toast(messageOf(err), "error");
     }
   }
-  return buttons;
+  return [reason, ...buttons];
+}
+
+// A trusted crow's delivery went through without the owner (`auto`); the owner can still
+// overrule it afterwards, which demotes the crow as a rejection would (docs/REVIEW.md).
+function overruleButton(msgId, author) {
+  const button = h("button", {
+    type: "button", class: "btn ghost reject overrule-btn",
+    "aria-label": `Overrule ${author}'s auto-approved delivery ${msgId}`, onclick: overrule,
+  }, "Overrule…");
+  async function overrule() {
+    const reason = window.prompt(
+      `Overrule ${author}'s auto-approved delivery ${msgId}? ${author} is demoted as for a rejection.\n\nWhy? (optional)`, "");
+    if (reason === null) return;
+    button.disabled = true;
+    try {
+      await post("/api/verdicts", { item_id: msgId, target: "output", overrule: true, ...(reason.trim() ? { reason: reason.trim() } : {}) });
+      announce(`Overruled ${msgId}.`);
+    } catch (err) {
+      button.disabled = false;
+      toast(messageOf(err), "error");
+    }
+  }
+  return button;
 }
 
 function failSafeCountdown(deadline) {
@@ -177,6 +207,7 @@ export class DeliveryApprovals {
     this.nestId = nestId;
     this.pending = new Map(); // msg_id -> deadline (ms)
     this.verdicts = new Map(); // msg_id -> verdict
+    this.overruledIds = new Set();
   }
 
   /** From /api/state's pending_approvals: the chat deliveries of this room. */
@@ -195,6 +226,13 @@ export class DeliveryApprovals {
     this.draw(d.item_id);
   }
 
+  /** verdict.overruled: an auto-approved delivery of this room no longer stands. */
+  overruled(d) {
+    if (!this.verdicts.has(d.item_id)) return;
+    this.overruledIds.add(d.item_id);
+    this.draw(d.item_id);
+  }
+
   draw(msgId) {
     // The chip on the request this delivery answers says whether the owner kept it.
     const chip = document.querySelector(`.answer-deliver[data-answer="${CSS.escape(msgId)}"]`);
@@ -204,9 +242,16 @@ export class DeliveryApprovals {
     const body = $(".msg-body", msg);
     $(".delivery-approval", msg)?.remove();
     const verdict = this.verdicts.get(msgId);
+    if (verdict && this.overruledIds.has(msgId)) {
+      msg.dataset.verdict = "overruled";
+      if (chip) chip.dataset.review = "overruled";
+      body.append(h("p", { class: "delivery-approval verdict verdict-overruled" }, "Owner verdict: auto (trusted), then overruled by you"));
+      return;
+    }
     if (verdict) {
       msg.dataset.verdict = verdict;
-      body.append(h("p", { class: `delivery-approval verdict verdict-${verdict}` }, `Owner verdict: ${VERDICT_WORDS[verdict] || verdict}`));
+      body.append(h("p", { class: `delivery-approval verdict verdict-${verdict}` }, `Owner verdict: ${VERDICT_WORDS[verdict] || verdict}`,
+        verdict === "auto" ? " " : null, verdict === "auto" ? overruleButton(msgId, msg.dataset.author) : null));
       return;
     }
     if (!this.pending.has(msgId)) return;

@@ -97,10 +97,36 @@ def test_a_chat_delivery_waits_for_approve_or_reject(flock, open_page) -> None:
     waiting = home.locator("#pending-deliveries .delivery-approval")
     expect(waiting).to_have_count(1)
     expect(waiting).to_contain_text("Pepper")
+    # Reject stays one click; a reason typed beside it goes with the rejection.
+    bar.locator(".reason-input").fill("It counts the dull things too.")
     bar.locator(".btn.reject").click()
     expect(waiting).to_have_count(0)
     expect(delivery.locator(".verdict-rejected")).to_contain_text("rejected")
     expect(delivery).to_have_attribute("data-verdict", "rejected")
     expect(chip).to_have_attribute("data-review", "rejected")
-    # The room says so too.
+    # The room says so too, with the owner's reason.
     expect(page.locator(".msg[data-author=harness]").last).to_contain_text("rejected")
+    expect(page.locator(".msg[data-author=harness]").last).to_contain_text("It counts the dull things too.")
+
+
+def test_a_trusted_crows_auto_delivery_can_be_overruled_from_the_room(flock, open_page) -> None:
+    seeded = flock.manage("trust_seed", "--holders", "Pepper", "--task-types", "all")
+    assert seeded.returncode == 0, seeded.stderr
+    page = open_page(flock.url + "/nests/dm-pepper")
+    r = flock.post("/api/nests/dm-pepper/messages", {"author": "owner", "text": "Could you write a short poem about rain?"})
+    assert r.status_code == 201, r.text
+    delivery = page.locator(".msg.kind-deliver[data-author=Pepper]").first
+    expect(delivery).to_be_visible(timeout=30_000)
+    expect(delivery.locator(".verdict-auto")).to_contain_text("auto (trusted)")
+    page.once("dialog", lambda dialog: dialog.accept("The poem is about snow."))
+    delivery.locator(".overrule-btn").click()
+    expect(delivery).to_have_attribute("data-verdict", "overruled")
+    expect(delivery.locator(".verdict-overruled")).to_contain_text("overruled by you")
+    expect(page.locator(".msg[data-author=harness]").last).to_contain_text("The poem is about snow.")
+    levels = {t: cell["level"] for t, cell in flock.get("/api/trust").json()["holders"]["Pepper"].items()}
+    assert 1 in levels.values()  # demoted from trusted for the delivery's task type
+    # A reload replays the room: still overruled, and no second Overrule button.
+    page.reload()
+    delivery = page.locator(".msg.kind-deliver[data-author=Pepper]").first
+    expect(delivery).to_have_attribute("data-verdict", "overruled")
+    expect(delivery.locator(".overrule-btn")).to_have_count(0)

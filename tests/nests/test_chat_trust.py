@@ -114,3 +114,20 @@ def test_a_rejection_reason_is_said_in_the_room(launch, capture_events):
     with capture_events() as events:
         record_owner_verdict(msg_id, target="output", approve=False, reason="Wrong quarter.")
     assert "The owner's reason: Wrong quarter." in events.named("nest.message")[0]["text"]
+
+
+def test_an_overruled_auto_delivery_demotes_and_is_marked_in_the_room(launch, capture_events):
+    from trust.actions import overrule_verdict
+
+    make_trusted("Hugin", "writing", level=2)
+    msg_id = deliver(1)
+    assert Verdict.objects.get(item_id=msg_id).verdict == Verdict.Value.AUTO
+    with capture_events() as events:
+        overrule_verdict(msg_id, reason="It cites the wrong year.")
+    # The overrule, the demotion it causes, then the room hears it, as for a rejection.
+    assert events.names() == ["verdict.overruled", "trust.changed", "nest.message"]
+    assert events.named("verdict.overruled")[0]["nest_id"] == "launch"
+    mark = events.named("nest.message")[0]
+    assert (mark["author"], mark["refers_to"], mark["kind"]) == ("harness", msg_id, "say")
+    assert "overruled" in mark["text"] and "It cites the wrong year." in mark["text"]
+    assert trust_balance("Hugin", "writing")[0] == 1

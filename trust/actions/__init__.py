@@ -14,6 +14,7 @@ from trust.actions.owner import lift_cooldown, reset_trust
 from trust.actions.quarantine import quarantine_crow, record_breach, reinstate_crow, retire_crow
 from trust.actions.strikes import admit_post, on_strike, poster_key
 from trust.actions.verdicts import (
+    on_overrule,
     on_verdict,
     open_approval,
     overrule_verdict,
@@ -36,6 +37,7 @@ __all__ = [
     "retire_crow",
     "admit_post",
     "lift_cooldown",
+    "on_overrule",
     "on_strike",
     "on_verdict",
     "open_approval",

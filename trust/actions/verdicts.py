@@ -8,7 +8,8 @@ answer, a no-op for a late timeout).
 
 Trust must not import nests, so the pipeline hears of owner and timeout verdicts through
 `on_verdict` hooks, called inside the verdict's transaction: the item resumes (or is
-skipped) atomically with its verdict.
+skipped) atomically with its verdict. An overrule is told to `on_overrule` hooks the same
+way (a chat delivery's room says it no longer stands).
 """
 
 from __future__ import annotations
@@ -42,6 +43,16 @@ _verdict_hooks: list[Callable[[Verdict], object]] = []
 def on_verdict(hook: Callable[[Verdict], object]) -> Callable[[Verdict], object]:
     if hook not in _verdict_hooks:
         _verdict_hooks.append(hook)
+    return hook
+
+
+# Called inside an overrule's transaction, after its events, with the overruled Verdict.
+_overrule_hooks: list[Callable[[Verdict], object]] = []
+
+
+def on_overrule(hook: Callable[[Verdict], object]) -> Callable[[Verdict], object]:
+    if hook not in _overrule_hooks:
+        _overrule_hooks.append(hook)
     return hook
 
 
@@ -301,6 +312,8 @@ def overrule_verdict(item_id: Any, *, target: Any = Target.OUTPUT, reason: Any =
                     holder, task_type=verdict.task_type, approved=False, list_id=verdict.list_id,
                     item_id=item_id, nest_id=verdict.nest_id,
                 )
+        for hook in _overrule_hooks:
+            hook(verdict)
     return verdict
 
 

@@ -5,7 +5,8 @@ like a list item's output, through the same machinery: a crow below trusted for 
 request's task type opens an approval (`item_id` = the deliver's msg_id, target
 `output`, the fail-safe timeout), answered with `POST /api/verdicts`; the owner's approve
 or reject moves that crow's trust exactly as for lists. A trusted crow's delivery gets
-the verdict `auto`. A rejected (or timed-out) delivery is marked so in the room.
+the verdict `auto`, which the owner may overrule afterwards. A rejected, timed-out or
+overruled delivery is marked so in the room.
 
 Quill and Boss are not judged here: their deliveries carry other crows' work back (a
 relay) or report an order they carried out, and their rights come from their roles.
@@ -66,6 +67,25 @@ def mark_delivery_verdict(verdict: Verdict) -> None:
             f"No verdict on {delivered.msg_id}, {delivered.author}'s delivery, came in time: "
             "it counts as rejected (fail safe)."
         )
+    post_message(
+        delivered.nest.nest_id, author=HARNESS, text=text, kind="say",
+        refers_to=delivered.msg_id, tagged_by="header",
+    )
+
+
+def mark_delivery_overruled(verdict: Verdict) -> None:
+    """The `on_overrule` hook: a trusted crow's delivery the owner overruled after the fact
+    no longer stands, and its room hears it as it hears a rejection."""
+    if not verdict.nest_id:
+        return
+    delivered = NestMessage.objects.filter(msg_id=verdict.item_id).first()
+    if delivered is None:
+        return
+    from nests.actions.messages import post_message
+
+    text = f"The owner overruled {delivered.msg_id}, {delivered.author}'s delivery: it no longer stands."
+    if verdict.reason:
+        text += f" The owner's reason: {verdict.reason}"
     post_message(
         delivered.nest.nest_id, author=HARNESS, text=text, kind="say",
         refers_to=delivered.msg_id, tagged_by="header",

@@ -43,13 +43,14 @@ def _register_hooks() -> None:
     from crows_site.state import register_snapshot_part
     from flock import worker
     from nests.queries_lists import open_lists
-    from trust.actions import on_strike, on_verdict
+    from trust.actions import on_overrule, on_strike, on_verdict
 
     on_verdict(resume_after_verdict)
     # Chat deliveries are judged by the same verdicts (docs/CHATROOM.md).
-    from nests.actions.chat.deliveries import mark_delivery_verdict
+    from nests.actions.chat.deliveries import mark_delivery_overruled, mark_delivery_verdict
 
     on_verdict(mark_delivery_verdict)
+    on_overrule(mark_delivery_overruled)
     on_strike(prank_flying_lists)
     worker.on_start(recover_lists)
     register_snapshot_part("open_lists", open_lists)

@@ -365,6 +365,7 @@ async function main() {
       }
     })
     .on("verdict", (event) => approvals.verdict(event.data))
+    .on("verdict.overruled", (event) => approvals.overruled(event.data))
     .onAny((event) => {
       board.apply(event);
       expectations.apply(event);
