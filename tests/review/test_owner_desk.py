@@ -144,6 +144,26 @@ def test_an_answered_item_is_retried_only_after_an_overrule():
     assert retry_item(item_id, note="better").attempt == 2
 
 
+def test_a_retry_answered_by_a_real_brain_is_not_badged_mock_for_the_first_attempt(settings, tmp_path):
+    from nests.queries_review import mock_answered
+
+    todo = run_list(SOLO)
+    item_id = f"{todo.list_id}-1"
+    approve(item_id, "triage")
+    assert mock_answered([item_id]) == {item_id}
+    approve(item_id, "output", yes=False)
+    # The second attempt's answer comes from another brain (a script stands in for a model).
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps([{"crow": "*", "task": "answer", "match": "", "reply": "A real answer."}]))
+    settings.CROWS_BRAIN = f"script:{rules}"
+    retry_item(item_id, note="again, for real")
+    worker.run_pending()
+    approve(item_id, "triage")
+    assert list_state(todo.list_id)["items"][0]["answer"] == "A real answer."
+    assert mock_answered([item_id]) == set()
+    assert list_state(todo.list_id)["items"][0]["mock"] is False
+
+
 # --- edited approval -------------------------------------------------------------------
 
 
