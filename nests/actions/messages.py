@@ -208,6 +208,15 @@ def check_message(
     # on as the kind and refers_to. A reply the Sentry is flagging is kept word for word.
     body = jev_text
     parsed = None if harness or finding is not None else parse_header(jev_text)
+    if not harness and invocation is None:
+        # The protocol has no [NUDGE …] or [FLAG …] for members: over the API it is refused
+        # as the kind is; a brain's reply opening so is a breach the Sentry flags instead.
+        forbidden = sentry.FORBIDDEN_HEADER_RE.match(jev_text.split("\n", 1)[0])
+        if forbidden:
+            raise BadInput(
+                f"kind {forbidden.group(1).lower()!r} is posted by the harness only, never by a member "
+                f"(the text opens with {forbidden.group(0).strip()[:60]})"
+            )
     if parsed is not None:
         if invocation is None and missing_reason(jev_text, parsed):
             raise BadInput(f"[{parsed.verb} {parsed.refers_to}] needs a reason after the bracket, as the protocol has it")
@@ -370,7 +379,7 @@ def _follow_up(
     debates.after_post(message, invocation=post.invocation)
     opened = request if request is not None and request.message_id == message.id else None
     orchestration.after_post(message, request=opened)
-    notice = sentry.quarantine_notice(message)
+    notice = sentry.quarantine_notice(message, invoked=invoked)
     if notice:
         # A quarantined crow never answers; the one who addressed it hears why.
         post_message(

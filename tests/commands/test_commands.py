@@ -322,6 +322,12 @@ def test_backup_writes_a_copy_that_opens_and_holds_every_event(tmp_path: Path):
     assert "is not a directory" in refused("backup", str(tmp_path / "a-file" / "x.sqlite3"))
     into_dir = run("backup", str(tmp_path))
     assert "crows-" in into_dir
+    # A path ending in / names a directory: made if its parent exists, never a file.
+    made = run("backup", f"{tmp_path / 'nightly'}/")
+    assert (tmp_path / "nightly").is_dir() and len(list((tmp_path / "nightly").glob("crows-*.sqlite3"))) == 1
+    assert "nightly" in made
+    assert "does not exist" in refused("backup", f"{tmp_path / 'no' / 'such'}/")
+    assert not (tmp_path / "no").exists()
 
 
 def test_backup_on_postgresql_prints_the_pg_dump_line():

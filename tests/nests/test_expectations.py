@@ -250,3 +250,20 @@ def test_an_order_boss_carries_out_needs_no_nudge(launch, settings):
     run_crows()
     assert nudges() == []
     assert set(Expectation.objects.values_list("status", flat=True)) <= {"met"}
+
+
+def test_a_crow_taken_out_of_the_room_is_summarised_not_left_owing(launch, script, settings):
+    from nests.actions.members import remove_nest_member
+
+    settings.CROWS_EXPECTATION_DUE_S = 3600
+    script(STALLING)
+    ask_for_tweet()
+    run_crows()
+    exp = Expectation.objects.get(crow="Hugin", status__in=Expectation.LIVE)
+    remove_nest_member("launch", "Hugin", by="admin:owner")
+    Expectation.objects.filter(pk=exp.pk).update(due_at=timezone.now() - timedelta(seconds=1))
+    exp.refresh_from_db()
+    assert check_expectation(exp.pk, exp.due_at.isoformat()) == "escalated"
+    assert nudges() == []
+    assert "no longer in launch" in summaries()[-1].text
+    assert Expectation.objects.get(pk=exp.pk).status == "escalated"

@@ -264,6 +264,23 @@ def test_a_quarantined_crow_in_its_direct_chat_yields_a_notice(db):
     assert notice.author == "harness" and "Rook is quarantined" in notice.text
 
 
+def test_with_quill_quarantined_an_unaddressed_question_or_request_yields_a_notice(db):
+    from trust.actions import quarantine_crow
+
+    quarantine_crow("Quill", breach="owner_report", evidence="by hand", by="admin:smokey")
+    for text, kind in (("What is everyone working on right now?", None),
+                       ("Write a limerick about rain for the newsletter", "request")):
+        asked = post_message("todo", author="owner", text=text, kind=kind)
+        run_crows()
+        notice = NestMessage.objects.filter(nest__nest_id="todo").order_by("-n").first()
+        assert (notice.author, notice.refers_to, notice.to) == ("harness", asked.msg_id, "owner"), text
+        assert "Quill is quarantined" in notice.text and "@name" in notice.text
+    # Plain talk was never Quill's to answer: no notice for it.
+    said = post_message("todo", author="owner", text="Lovely weather today.")
+    run_crows()
+    assert not NestMessage.objects.filter(nest__nest_id="todo", n__gt=said.n).exists()
+
+
 def test_the_owner_posting_the_exact_phrase_in_the_room_reinstates(launch, script, capture_events):
     script([{"crow": "Hugin", "reply": "[NUDGE launch-1] hurry"}])
     post_message("launch", author="owner", text="@Hugin hello there")

@@ -6,6 +6,7 @@ database even with lists flying. On PostgreSQL it prints the `pg_dump` line to r
 
 from __future__ import annotations
 
+import os
 import shlex
 import sqlite3
 from datetime import UTC, datetime
@@ -28,7 +29,7 @@ class Command(CrowsCommand):
     )
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("path", metavar="PATH", help="the backup file, or an existing directory")
+        parser.add_argument("path", metavar="PATH", help="the backup file, or a directory (an existing one, or one to make: end it with /)")
         parser.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
         parser.add_argument("--database", default="default", help="the Django database alias (default: default)")
 
@@ -45,6 +46,13 @@ class Command(CrowsCommand):
         if not str(options["path"]).strip():
             raise CommandError("name the backup's file or directory; an empty path is neither")
         target = Path(options["path"]).expanduser()
+        if str(options["path"]).endswith(("/", os.sep)) and not target.exists():
+            # `backup /backups/`: a directory is meant; make it (not its parents: a typo
+            # in them should not grow a tree).
+            if not target.parent.is_dir():
+                missing = not target.parent.exists()
+                raise CommandError(f"{target.parent} {'does not exist' if missing else 'is not a directory'}")
+            target.mkdir()
         if target.is_dir():
             target = target / f"crows-{datetime.now(UTC):%Y%m%d-%H%M%S}.sqlite3"
         if target.exists() and not options["force"]:

@@ -45,6 +45,7 @@ from flock.vocab import HARNESS, OWNER, SENTRY
 from nests.actions.chat import budgets
 from nests.actions.chat.due import due_from_text
 from nests.models import ChatRequest, Claim, Expectation, Invocation, Nest, NestMessage
+from nests.queries import crow_members
 
 register_event_names("expectation.opened", "expectation.closed")
 
@@ -456,6 +457,11 @@ def check_expectation(expectation_pk: int, due_iso: str = "") -> str:
         if crow is None or crow.status != Crow.Status.ACTIVE:
             state = crow.status if crow is not None else "gone"
             send_summary(exp.nest, [exp], why=f"{exp.crow} is {state} and cannot be nudged")
+            return "escalated"
+        if exp.crow not in crow_members(exp.nest):
+            # Taken out of the room (the admin): a nudge there could not be posted, and the
+            # promise would wait for ever.
+            send_summary(exp.nest, [exp], why=f"{exp.crow} is no longer in {exp.nest.nest_id} and cannot be nudged there")
             return "escalated"
         if exp.nudges >= NUDGE_LIMIT:
             # The loop guard (docs/CHATROOM.md): three nudges with no progress, whatever Jev says.

@@ -368,15 +368,23 @@ def on_repeated_miss(
 # --- a quarantined crow addressed --------------------------------------------------------
 
 
-def quarantine_notice(message: NestMessage) -> str:
+def quarantine_notice(message: NestMessage, *, invoked: Invocation | None = None) -> str:
     """The harness's notice when the owner (or a crow) addresses a quarantined crow, so
-    the message does not meet silence; "" when there is nothing to say."""
+    the message does not meet silence; "" when there is nothing to say. An owner's
+    unaddressed question or request that invoked nobody was Quill's to answer or route
+    (docs/CHATROOM.md): with Quill quarantined, the owner hears that instead."""
     if message.author in (HARNESS, SENTRY) or message.kind in ("nudge", "flag"):
         return ""
     name = message.to if message.to and message.to != OWNER else ""
     if not name and message.author == OWNER and message.nest.kind == Nest.Kind.DIRECT:
         dm_crow = queries.direct_chat_crow(message.nest.nest_id)
         name = dm_crow.name if dm_crow is not None else ""
+    unaddressed = not name
+    if unaddressed and invoked is None and message.author == OWNER:
+        from nests.actions.chat.dispatch import is_question
+
+        if message.kind == "request" or is_question(message.text):
+            name = Crow.objects.filter(role=Crow.Role.ASSISTANT).values_list("name", flat=True).first() or ""
     if not name:
         return ""
     crow = Crow.objects.filter(name=name).first()
@@ -389,4 +397,6 @@ def quarantine_notice(message: NestMessage) -> str:
         how = f"Your decision {decision.decision_id} is open: post “{decision.phrase}” to reinstate it, or “retire”."
     else:
         how = "Only the owner can reinstate it; meanwhile ask another crow."
+    if unaddressed and message.nest.kind != Nest.Kind.DIRECT:
+        how += " Address a crow by @name meanwhile: nobody routes unaddressed messages."
     return f"@{message.author} {crow.name} is quarantined and will not answer {message.msg_id}. {how}"
