@@ -77,6 +77,29 @@ def test_an_out_of_turn_post_is_nudged_not_counted(arena):
     assert (exp.check_name, exp.nudges, exp.status) == ("turn_order", 1, "met")
 
 
+def test_the_answer_to_an_out_of_turn_nudge_is_not_taken_for_the_crows_turn(arena):
+    """A slow brain answers its nudge after the moderator has cued it: that answer is not
+    its turn; its answer to the cue is."""
+    from flock import worker
+    from nests.models import Invocation
+
+    post_message("arena", author="owner", text=ORDER)
+    while not Debate.objects.filter(cued="Hugin").exists():
+        assert worker.run_pending(max_tasks=1) == 1
+    post_message("arena", author="Munin", text="Go is obviously wrong, trust me.")
+    nudged = Invocation.objects.get(crow="Munin", reason="nudge")
+    # Hugin's turn, then Boss's cue to Munin, before Munin's nudge is answered.
+    while not Debate.objects.filter(cued="Munin").exists():
+        assert worker.run_pending(max_tasks=1) == 1
+    assert Invocation.objects.get(pk=nudged.pk).status == "queued"
+    run_crows()
+    debate = Debate.objects.get()
+    assert debate.status == "finished"
+    munin_turns = [t["msg_id"] for t in debate.turns if t["crow"] == "Munin" and t["round"]]
+    reasons = {Invocation.objects.get(reply__msg_id=m).reason for m in munin_turns}
+    assert reasons == {"debate"}, reasons
+
+
 def test_a_debate_needs_two_crows(db):
     create_nest("Solo", crows=["Hugin"])
     post_message("solo", author="owner", text="debate this: tabs or spaces?")
@@ -108,3 +131,19 @@ def test_the_owner_order_is_read_for_crows_judge_rounds_and_question(arena, orde
     debate = Debate.objects.get()
     assert (debate.question, debate.crows, debate.judge, debate.rounds) == (question, crows, judge, rounds)
     assert debate.status == "finished"
+
+
+@pytest.mark.parametrize(
+    "question, stances",
+    [
+        ("tea or coffee for the team?", ["for tea", "for coffee"]),
+        ("spreadsheets or a database?", ["for spreadsheets", "for a database"]),
+        ("should we rewrite the billing service in Go or keep Python?", ["for Go", "for keep Python"]),
+        ("should we ship now or not?", ["for", "against"]),
+        ("is remote work good for us", ["for", "against"]),
+    ],
+)
+def test_an_x_or_y_question_gives_each_side_an_option(question, stances):
+    from nests.actions.chat.debates import _stances
+
+    assert _stances(question, 2) == stances

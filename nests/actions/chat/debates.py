@@ -153,9 +153,16 @@ OPTIONS_RE = re.compile(
 )
 
 
+# "tea or coffee for the team?": the options are one word each, and the words after the
+# second say what it is for.
+SHORT_OPTIONS_RE = re.compile(r"(?P<a>[\w.+#-]+)\s+(?:or|vs\.?|versus)\s+(?P<b>[\w.+#-]+)\b", re.IGNORECASE)
+
+
 def _stances(question: str, count: int) -> list[str]:
     """"X or Y" gives each side an option; otherwise for and against the proposition."""
-    m = OPTIONS_RE.search(question)
+    m = OPTIONS_RE.search(question) or SHORT_OPTIONS_RE.search(question)
+    if m and m.group("b").lower() == "not":  # "now or not" is for and against
+        m = None
     if m:
         base = [f"for {m.group('a')}", f"for {m.group('b')}"]
     else:
@@ -495,6 +502,17 @@ def _out_of_turn(debate: Debate, message: NestMessage) -> None:
     send_nudge(exp)
 
 
+def _answers_turn_order_nudge(debate: Debate, invocation: Invocation | None) -> bool:
+    """Whether the post is a crow's reply to a nudge for speaking out of turn (the nudge
+    refers to the message that broke the turn order)."""
+    if invocation is None or invocation.reason != "nudge":
+        return False
+    nudge = NestMessage.objects.filter(pk=invocation.trigger_id).values_list("refers_to", flat=True).first()
+    return Expectation.objects.filter(
+        debate=debate, crow=invocation.crow, check_name=Expectation.Check.TURN_ORDER, message__msg_id=nudge or ""
+    ).exists()
+
+
 def after_post(message: NestMessage, *, invocation: Invocation | None) -> None:
     """post_message's hook, inside its transaction: a cued crow's turn advances the debate;
     a participant speaking while another is cued is nudged."""
@@ -506,6 +524,10 @@ def after_post(message: NestMessage, *, invocation: Invocation | None) -> None:
     if message.author not in [*debate.crows, debate.judge]:
         return
     if message.author == debate.cued:
+        if _answers_turn_order_nudge(debate, invocation):
+            # A slow brain's answer to being nudged for speaking out of turn, arriving after
+            # the moderator cued it: its turn is its answer to the cue, still to come.
+            return
         _advance(debate, message)
         return
     if invocation is not None and invocation.reason in ("nudge", "debate"):
