@@ -51,14 +51,24 @@ def _ui_config() -> dict[str, Any]:
     }
 
 
+def _mock_crows(default: str) -> tuple[list[str], int]:
+    """The living crows that think with the offline mock brain, and how many crows live."""
+    living = list(flock_queries.living_crows().values_list("name", "model"))
+    return [name for name, model in living if is_mock(model or default)], len(living)
+
+
 def _page(request: HttpRequest, template: str, page: str, **context: Any) -> HttpResponse:
     # The vocabularies (message kinds, the owner/harness/Sentry names, trust levels) come
     # from their one source, flock/vocab.py, so the pages never spell their own.
     ui = {"page": page, "config": _ui_config(), "vocab": page_vocab(), **context.pop("ui", {})}
-    # Every page says so when the default brain is the offline mock (docs/REVIEW.md).
+    # Every page says which crows think with the offline mock, all or some (docs/REVIEW.md).
     brain = default_brain_spec()
-    return render(request, template, {"ui": ui, "page": page, "default_brain": brain,
-                                      "brain_is_mock": is_mock(brain), **context})
+    mock_crows, crow_count = _mock_crows(brain)
+    return render(request, template, {
+        "ui": ui, "page": page, "default_brain": brain, "brain_is_mock": is_mock(brain),
+        "mock_crows": mock_crows, "mock_everyone": len(mock_crows) == crow_count, "crow_count": crow_count,
+        **context,
+    })
 
 
 def _flock_page_cursor() -> int:

@@ -103,3 +103,19 @@ def test_brains_lists_the_default_and_each_crow():
     body = Client().get("/api/brains").json()
     assert body["default"] == "mock" and body["default_is_mock"] is True
     assert {c["name"] for c in body["crows"]} >= {"Pepper", "Sentry", "Elder"}
+
+
+def test_the_mock_banner_names_the_crows_still_on_the_mock_and_goes_when_none_are():
+    from flock.actions import update_crow
+    from flock.queries import living_crows
+
+    page = Client().get("/review").content.decode()
+    assert 'id="mock-banner"' in page and "The crows think with the <strong>offline mock brain</strong>" in page
+    crows = list(living_crows().values_list("name", flat=True))
+    for name in crows[2:]:
+        update_crow(name, by="owner", model="openai:gpt-test")
+    page = Client().get("/review").content.decode()
+    assert f"2 of {len(crows)} crows think with the <strong>offline mock brain</strong> ({crows[0]}, {crows[1]})" in page
+    for name in crows[:2]:
+        update_crow(name, by="owner", model="anthropic:claude-test")
+    assert 'id="mock-banner"' not in Client().get("/review").content.decode()
