@@ -211,9 +211,17 @@ def messages_page(nest: Nest, *, before: int | None, limit: int) -> dict[str, An
     page = page[:limit][::-1]
     return {
         "nest_id": nest.nest_id,
-        "messages": [message_record(m) for m in page],
+        "messages": [{**message_record(m), "html": delivery_html(m)} for m in page],
         "before": page[0].msg_id if more and page else None,
     }
+
+
+def delivery_html(message: NestMessage) -> str:
+    """A delivery is an answer: its Markdown, rendered and sanitised as list answers are
+    (docs/REVIEW.md); "" for every other message, which the page shows as plain text."""
+    from nests.render import render_markdown
+
+    return render_markdown(message.text) if message.kind == "deliver" else ""
 
 
 # --- requests and claims -----------------------------------------------------------------

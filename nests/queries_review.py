@@ -132,6 +132,13 @@ def mock_written_in(nest_id: str, *, limit: int = MOCK_MESSAGES) -> dict[str, An
     return {"msg_ids": sorted(mock_written(latest)), "through": latest[0].n if latest else 0}
 
 
+def deliveries_rendered_in(nest_id: str, *, limit: int = MOCK_MESSAGES) -> dict[str, str]:
+    """The nest page's starting answer: the room's latest deliveries as rendered Markdown
+    (a later one, the page reads from GET /api/nests/{nest_id}/messages)."""
+    latest = NestMessage.objects.filter(nest__nest_id=nest_id, kind=MessageKind.DELIVER).order_by("-n")[:limit]
+    return {m.msg_id: render_markdown(m.text) for m in latest}
+
+
 def _approval_card(a: Approval, items: dict[str, Item], messages: dict[str, NestMessage], mock: set[str]) -> dict:
     card: dict[str, Any] = {
         "key": f"approval:{a.item_id}:{a.target}",

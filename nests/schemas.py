@@ -87,6 +87,8 @@ class MessageOut(Schema):
     to: str
     refers_to: str
     tagged_by: str
+    # An extension (docs/API.md): a delivery's Markdown rendered and sanitised; "" otherwise.
+    html: str = ""
 
 
 class MessagesPageOut(Schema):

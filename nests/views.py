@@ -110,7 +110,9 @@ def nest(request: HttpRequest, nest_id: str) -> HttpResponse:
     return _page(
         request, "nests/nest.html", "nests", nest_id=nest_id,
         # Which crow messages the offline mock brain wrote: the page badges them (docs/REVIEW.md).
-        ui={"nest_id": nest_id, "kind_probs": _kind_probs(nest_id), "mock": queries_review.mock_written_in(nest_id)},
+        ui={"nest_id": nest_id, "kind_probs": _kind_probs(nest_id), "mock": queries_review.mock_written_in(nest_id),
+            # Deliveries are answers: shown as their rendered Markdown (docs/REVIEW.md).
+            "delivery_html": queries_review.deliveries_rendered_in(nest_id)},
     )
 
 

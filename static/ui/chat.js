@@ -4,7 +4,7 @@
 import { h, fmtTime } from "./dom.js";
 import { crowAvatar, accentOf } from "./crow_art.js";
 import { OWNER, HARNESS, KINDS } from "./vocab.js";
-import { copyButton, mockBadge } from "./answers.js";
+import { copyButton, mockBadge, renderedAnswer } from "./answers.js";
 
 // A kind's badge is its own name; the kinds come from the server's one list.
 export const KIND_WORDS = Object.fromEntries(KINDS.map((k) => [k, k]));
@@ -68,6 +68,16 @@ export function markMock(el) {
   el.querySelector(".msg-text").before(mockBadge());
 }
 
+/** A delivery is an answer: show the server's rendered Markdown of it (sanitised by nh3,
+ * docs/REVIEW.md) in place of its plain text. Code blocks and tables get the answer's tools. */
+export function showRendered(el, msg, html) {
+  const text = el.querySelector(":scope > .msg-body > .msg-text");
+  if (!text || !html) return;
+  const rendered = renderedAnswer({ html, raw: msg.text, label: `${msg.author}'s answer ${msg.msg_id}` });
+  text.classList.add("msg-md");
+  text.replaceChildren(rendered.querySelector(".answer-md"));
+}
+
 export function messageEl(msg, { members = [], onReply } = {}) {
   const mine = msg.author === OWNER;
   const compact = msg.kind === "claim";
@@ -101,6 +111,7 @@ export function messageEl(msg, { members = [], onReply } = {}) {
     // A group, so its label is allowed (axe: aria-prohibited-attr on a bare div).
     h("div", { class: "msg-answers", role: "group", "aria-label": "Claims and answers" }),
     onReply ? h("button", { class: "reply-btn", type: "button", "aria-label": `Reply to ${msg.msg_id}`, onclick: () => onReply(msg) }, "↩ reply") : null));
+  if (msg.html) showRendered(li, msg, msg.html);
   return li;
 }
 

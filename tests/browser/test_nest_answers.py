@@ -50,6 +50,8 @@ def test_a_mock_delivery_is_badged_and_copies_on_the_nest_page_and_its_review_ca
     expect(delivery.locator(".mock-badge")).to_have_text(BADGE)
     expect(page.locator(".msg.kind-claim[data-author=Soot] .mock-badge")).to_have_text(BADGE)
     expect(page.locator(f".msg[data-msg-id={request_id}] .mock-badge")).to_have_count(0)
+    # A delivery is an answer: shown as its rendered Markdown, live and on a reload alike.
+    expect(delivery.locator(".msg-text.msg-md .answer-md p").first).to_be_visible()
     copy = delivery.get_by_role("button", name="Copy Soot's answer")
     expect(copy).to_have_count(1)
     copy.click()
@@ -70,6 +72,7 @@ def test_a_mock_delivery_is_badged_and_copies_on_the_nest_page_and_its_review_ca
     delivery = page.locator(f".msg[data-msg-id={delivered['msg_id']}]")
     expect(delivery.locator(".mock-badge")).to_have_text(BADGE)
     expect(delivery.locator(".answer-tools .copy-btn")).to_have_count(1)
+    expect(delivery.locator(".msg-text.msg-md .answer-md p").first).to_be_visible()
     screenshot(page, "nest-mock-delivery")
 
 
@@ -78,6 +81,10 @@ def test_message_ids_and_jev_details_show_on_hover_or_focus_not_on_every_bubble(
     request_id = ask_soot(flock)
     delivery = page.locator(".msg.kind-deliver[data-author=Soot]")
     expect(delivery).to_have_count(1, timeout=40_000)
+    # Its rendered Markdown replaces the plain text once read, and its review card opens
+    # above the room (the room moves down): hover the bubble after both.
+    expect(delivery.locator(".msg-md")).to_have_count(1)
+    expect(page.locator("#review-inline .review-card")).to_have_count(1)
     page.mouse.move(0, 0)
     page.locator("#composer-text").focus()
 

@@ -214,6 +214,24 @@ def test_messages_page_back_from_the_newest(client, launch):
     assert len(client.get("/api/nests/launch/messages").json()["messages"]) == 7
 
 
+def test_a_delivery_on_the_messages_page_carries_its_markdown_rendered_and_sanitised(client, launch):
+    request = post_message("launch", author="owner", text="@Hugin the notes, please", kind="request")
+    post_message("launch", author="Hugin", text="Mine.", kind="claim", refers_to=request.msg_id)
+    delivered = post_message(
+        "launch", author="Hugin", kind="deliver", refers_to=request.msg_id,
+        text="**Notes**\n\n```python\nprint(1)\n```\n\n<script>alert(1)</script>",
+    )
+    page = client.get("/api/nests/launch/messages").json()["messages"]
+    by_id = {m["msg_id"]: m for m in page}
+    html = by_id[delivered.msg_id]["html"]
+    assert "<strong>Notes</strong>" in html and '<code class="language-python">' in html and "<script>" not in html
+    assert by_id[request.msg_id]["html"] == ""  # only deliveries are answers
+    # The nest page starts with the same rendering for its latest deliveries.
+    from nests.queries_review import deliveries_rendered_in
+
+    assert deliveries_rendered_in("launch") == {delivered.msg_id: html}
+
+
 @pytest.mark.parametrize(
     "query, words",
     [

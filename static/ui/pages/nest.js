@@ -6,7 +6,7 @@ import { $, $$, h, uiConfig, fmtTokens } from "../dom.js";
 import { get, post, isMissingEndpoint } from "../api.js";
 import { Stream } from "../stream.js";
 import { crowAvatar } from "../crow_art.js";
-import { messageEl, attachAnswer, markMock, MentionBox, taggedTitle } from "../chat.js";
+import { messageEl, attachAnswer, markMock, MentionBox, taggedTitle, showRendered } from "../chat.js";
 import { showFormError, clearFormError, toast, messageOf } from "../notify.js";
 import { DecisionBoard, DeliveryApprovals } from "../decisions.js";
 import { ExpectationsPanel, DebatesPanel, isOwnerSummary } from "../ledger.js";
@@ -81,6 +81,22 @@ async function fetchProbs(msg, el) {
   }
 }
 
+// The room's latest deliveries, rendered when the page was made (nests/queries_review.py);
+// a later one is read from the messages page, which carries each delivery's `html`.
+const deliveryHtml = ui.delivery_html || {};
+
+async function fetchRendered(msg, el) {
+  const n = Number(msg.msg_id.slice(nestId.length + 1));
+  let page = null;
+  try {
+    page = await get(`/api/nests/${encodeURIComponent(nestId)}/messages?before=${n + 1}&limit=1`);
+  } catch {
+    return; // the plain text stays
+  }
+  const found = (page.messages || []).find((m) => m.msg_id === msg.msg_id);
+  if (found && found.html) showRendered(el, msg, found.html);
+}
+
 function nearBottom() {
   return list.scrollHeight - list.scrollTop - list.clientHeight < 120;
 }
@@ -90,12 +106,17 @@ function addMessage(msg, { live = false } = {}) {
   const probs = ui.kind_probs && ui.kind_probs[msg.msg_id];
   if (probs && !msg.probs) msg = { ...msg, probs };
   if (mockIds.has(msg.msg_id)) msg = { ...msg, mock: true };
+  if (msg.kind === "deliver" && deliveryHtml[msg.msg_id]) msg = { ...msg, html: deliveryHtml[msg.msg_id] };
   seen.set(msg.msg_id, msg);
   const stick = nearBottom();
   list.querySelector(".empty")?.remove();
   const el = messageEl(msg, { members, onReply: setReply });
   if (!msg.mock) checkMock(msg, el);
   if (live && msg.tagged_by && !msg.probs) fetchProbs(msg, el);
+  // One made after the page (older ones past the rendered window stay plain text).
+  if (msg.kind === "deliver" && !msg.html && (live || Number(msg.msg_id.slice(nestId.length + 1)) > mockThrough)) {
+    fetchRendered(msg, el);
+  }
   // The harness's summary of open expectations is addressed to you: it stands out.
   if (isOwnerSummary(msg)) el.classList.add("owner-summary");
   list.append(el);
