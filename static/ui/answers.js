@@ -44,6 +44,14 @@ export function renderedAnswer({ html, raw, mock = false, label = "the answer" }
     pre.tabIndex = 0; // a code block may scroll sideways: reachable by keyboard
     pre.before(h("div", { class: "code-tools" }, copyButton(code, "Copy this code block", "the code")));
   }
+  // A table wider than a phone scrolls in its own box, never the page; the box is a named
+  // region the keyboard can reach, as a scrolling region must be (axe: scrollable-region-focusable).
+  body.querySelectorAll("table").forEach((table, i, all) => {
+    const name = all.length > 1 ? `Table ${i + 1} in ${label}` : `Table in ${label}`;
+    const wrap = h("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": name });
+    table.replaceWith(wrap);
+    wrap.append(table);
+  });
   for (const a of body.querySelectorAll("a[href]")) {
     a.setAttribute("target", "_blank");
     a.setAttribute("rel", "noopener noreferrer");

@@ -228,13 +228,22 @@ function approvalBox(item, target, ctx) {
     disabled: sending,
     dataset: { focusKey: `${approve ? "approve" : "reject"}:${item.item_id}:${target}` },
     "aria-label": `${approve ? "Approve" : "Reject"} the ${target} of item ${item.n}`,
-    onclick: () => ctx.onVerdict(item, target, approve),
+    onclick: () => ctx.onVerdict(item, target, approve, approve ? "" : (ctx.reasons?.get(key) || "").trim()),
   }, approve ? "Approve" : "Reject");
+  // Reject stays one click; a reason typed beside it goes with the rejection. The page
+  // redraws a list on every event of its flight, so what is typed lives in ctx.reasons.
+  const key = `${item.item_id}:${target}`;
+  const reason = ctx.reasons ? h("input", {
+    type: "text", class: "reason-input", maxlength: "2000", placeholder: "reason (optional)",
+    value: ctx.reasons.get(key) || "", disabled: sending, dataset: { focusKey: `reason:${key}` },
+    "aria-label": `Reason for rejecting the ${target} of item ${item.n} (optional)`,
+    oninput: (e) => ctx.reasons.set(key, e.target.value),
+  }) : null;
   return h("div", { class: `approval approval-${target}`, role: "group", "aria-label": `Approve ${target} of item ${item.n}` },
     h("div", { class: "approval-q" },
       h("strong", {}, target === "triage" ? "Triage call" : "Output"), " · ", question),
     h("div", { class: "approval-actions" },
-      button(true), button(false),
+      button(true), button(false), reason,
       h("span", { class: "countdown", dataset: { deadline: String(deadline) },
         title: "Unanswered approvals fail safe: after the timeout they count as rejected" },
         `fails safe in ${fmtClock((deadline - Date.now()) / 1000)}`)),

@@ -100,3 +100,20 @@ def test_approving_with_the_keyboard_on_the_flock_page_keeps_the_focus_on_the_ne
     expect(page.locator(f'#list-{list_id} [data-focus-key="approve:{list_id}-1:triage"]')).to_have_count(0, timeout=15_000)
     focused = page.evaluate("document.activeElement && document.activeElement.dataset.focusKey")
     assert focused == f"approve:{list_id}-2:triage"
+
+
+def test_a_rejection_on_the_flock_page_carries_the_reason_typed_beside_it(flock, open_page) -> None:
+    import httpx
+
+    posted = httpx.post(flock.url + "/api/lists", json={"text": "research feeders", "requester": "ada"})
+    assert posted.status_code == 202
+    list_id = posted.json()["list_id"]
+    page = open_page(flock.url + "/")
+    box = page.locator(f"#list-{list_id} .approval-triage")
+    expect(box).to_have_count(1, timeout=30_000)
+    box.locator(".reason-input").fill("Feeders are next month's job.")
+    box.locator("button.reject").click()
+    expect(page.locator(f"#list-{list_id} .approval-triage")).to_have_count(0, timeout=15_000)
+    verdicts = httpx.get(f"{flock.url}/api/lists/{list_id}").json()["items"][0]["verdicts"]
+    assert verdicts, verdicts
+    assert "Feeders are next month's job." in str(verdicts)

@@ -41,7 +41,9 @@ function refreshChatDeliveriesSoon() {
   }, 400);
 }
 
-const ctx = { config, sending, deadlines, onVerdict: sendVerdict, ...ownerHandlers };
+// What the owner typed as a rejection's reason, per item and target, kept across redraws.
+const reasons = new Map();
+const ctx = { config, sending, deadlines, reasons, onVerdict: sendVerdict, ...ownerHandlers };
 const states = new ListStates(ctx, (listId) => {
   const list = book.lists.get(listId);
   if (list) drawList(list);
@@ -78,14 +80,15 @@ function drawAwaiting() {
   );
 }
 
-async function sendVerdict(item, target, approve) {
+async function sendVerdict(item, target, approve, reason = "") {
   const key = `${item.item_id}:${target}`;
   const list = book.lists.get(findListOf(item));
   sending.add(key);
   if (item.errors) delete item.errors[target];
   if (list) drawList(list);
   try {
-    await post("/api/verdicts", { item_id: item.item_id, target, approve });
+    await post("/api/verdicts", { item_id: item.item_id, target, approve, ...(reason ? { reason } : {}) });
+    reasons.delete(key);
     announce(`${approve ? "Approved" : "Rejected"} the ${target} of item ${item.item_id}.`);
   } catch (err) {
     item.errors = { ...(item.errors || {}), [target]: messageOf(err) };
