@@ -87,13 +87,18 @@ class MessageOut(Schema):
     to: str
     refers_to: str
     tagged_by: str
-    # An extension (docs/API.md): a delivery's Markdown rendered and sanitised; "" otherwise.
+
+
+class PagedMessageOut(MessageOut):
+    """A message on GET /api/nests/{nest_id}/messages: the record, plus (an extension,
+    docs/API.md) a delivery's Markdown rendered and sanitised, "" for any other kind."""
+
     html: str = ""
 
 
 class MessagesPageOut(Schema):
     nest_id: str
-    messages: list[MessageOut]
+    messages: list[PagedMessageOut]
     # The cursor of the next older page (pass it as ?before=), or null at the room's start.
     before: str | None
 

@@ -30,6 +30,7 @@ from flock.brains.header import header_body, missing_reason, parse_header
 from flock.errors import BadInput, Conflict, NotFound
 from flock.events import emit, lock_event_log, register_event_names
 from flock.jev.fit import warm_fit_score
+from flock.jev.questions import DEFAULT_HIGH_THRESHOLD
 from flock.models import Crow
 from flock.vocab import CROW_KINDS, HARNESS, KINDS, OWNER, REPLY_KINDS, MessageKind
 from nests import queries
@@ -92,16 +93,45 @@ def _ask(question: str, text: str) -> Any:
         return None
 
 
-def tag_kind(text: str, header: str) -> Tag:
+# The owner is no crow (docs/CHATROOM.md, the kinds table): an owner's words are talk, a
+# request or a pointer, never a claim, a delivery or a decline, whatever they look like
+# ("Sort these numbers: 5, 3, 9, 1" reads like a delivery to Jev).
+OWNER_KINDS: tuple[str, ...] = (MessageKind.SAY, MessageKind.REQUEST, MessageKind.REFER)
+
+
+def _jev_choice(answer: Any, kinds: tuple[str, ...]) -> tuple[str, bool]:
+    """Jev's choice among the kinds this poster may post, and whether Jev is sure of it. A
+    choice the poster may not post falls to the likeliest one it may, which stands as
+    sure only if its share of the allowed kinds' probability clears the high band."""
+    if answer is None:
+        return "", False
+    if answer.choice in kinds:
+        return answer.choice, answer.band == "high"
+    allowed = {kind: p for kind, p in answer.probs.items() if kind in kinds}
+    total = sum(allowed.values())
+    if total <= 0:
+        return "", False
+    choice = max(allowed, key=lambda kind: allowed[kind])
+    return choice, allowed[choice] / total >= _kind_high_threshold()
+
+
+def _kind_high_threshold() -> float:
+    try:
+        return float(jev_service.questions()["kind"].high_threshold)
+    except Exception:
+        return DEFAULT_HIGH_THRESHOLD
+
+
+def tag_kind(text: str, header: str, *, kinds: tuple[str, ...] = CROW_KINDS) -> Tag:
     """docs/CHATROOM.md "Tagging": Jev above its high band stands (`jev`); Jev unsure, the poster's
     header (`header`); both present and disagreeing, Jev wins (`disagreement`); neither,
-    `say` (`default`)."""
+    `say` (`default`). `kinds` are those the poster may post (OWNER_KINDS for the owner)."""
     answer = _ask("kind", text)
-    sure = answer is not None and answer.band == "high" and answer.choice in CROW_KINDS
+    choice, sure = _jev_choice(answer, kinds)
     if sure:
-        if header and header != answer.choice:
-            return Tag(answer.choice, "disagreement", answer)
-        return Tag(answer.choice, "jev", answer)
+        if header and header != choice:
+            return Tag(choice, "disagreement", answer)
+        return Tag(choice, "jev", answer)
     if header:
         return Tag(header, "header", answer)
     return Tag(MessageKind.SAY, "default", answer)
@@ -244,7 +274,7 @@ def check_message(
         tag = Tag(MessageKind.SAY, "header", None)
     elif not harness:
         admit_post(poster_key(owner=True) if author == OWNER else poster_key(crow=author), kind="nest")
-        tag = tag_kind(jev_text, header)
+        tag = tag_kind(jev_text, header, kinds=OWNER_KINDS if author == OWNER else CROW_KINDS)
     else:
         tag = Tag(header or MessageKind.SAY, tagged_by or "header", None)
     request_facts = _request_facts(body) if tag.kind == MessageKind.REQUEST else None

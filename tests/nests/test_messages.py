@@ -267,3 +267,36 @@ def test_the_owner_tops_up_a_budget_and_the_room_hears_it(client, launch, settin
 def test_bad_top_ups_are_a_400(client, launch, body, words):
     r = client.post("/api/nests/launch/budget", body, content_type="application/json")
     assert r.status_code == 400 and words in r.json()["message"]
+
+
+def _kind_answer(probs: dict[str, float]):
+    from flock.jev import JevAnswer
+
+    choice = max(probs, key=lambda k: probs[k])
+    return JevAnswer(question="kind", choice=choice, probs=probs, band="high" if probs[choice] >= 0.8 else "unsure",
+                     impl="test", version="test-1", latency_ms=0.0)
+
+
+@pytest.mark.parametrize(
+    "probs, owner_kind, how",
+    [
+        # "Sort these numbers: 5, 3, 9, 1" reads like a delivery; from the owner it is a request.
+        ({"deliver": 0.994, "request": 0.005, "say": 0.0005, "refer": 0.0005}, "request", "jev"),
+        # "I'll be on holiday next week" reads like a claim; from the owner it is talk.
+        ({"claim": 0.97, "say": 0.028, "request": 0.001, "refer": 0.001}, "say", "jev"),
+        # No kind the owner may post stands out: talk, by default.
+        ({"deliver": 0.97, "request": 0.01, "say": 0.01, "refer": 0.01}, "say", "default"),
+        # What the owner may post is kept as Jev said it.
+        ({"request": 0.93, "say": 0.05, "deliver": 0.02}, "request", "jev"),
+    ],
+)
+def test_jev_never_tags_the_owners_words_as_a_crows_kind(monkeypatch, launch, probs, owner_kind, how):
+    monkeypatch.setattr("flock.jev.ask", lambda question, text: _kind_answer(probs) if question == "kind" else None)
+    message = post_message("launch", author="owner", text="Sort these numbers: 5, 3, 9, 1")
+    assert (message.kind, message.tagged_by) == (owner_kind, how)
+    # A crow saying the same is tagged as Jev reads it.
+    crow_kind = max(probs, key=lambda k: probs[k])
+    if crow_kind in ("claim", "deliver"):
+        return  # a claim or delivery needs a request to answer; the rule is the owner's
+    said = post_message("launch", author="Hugin", text="Sort these numbers: 5, 3, 9, 1")
+    assert said.kind == crow_kind
