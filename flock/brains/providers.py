@@ -18,6 +18,7 @@ The SDKs are imported on first use, so the mock brain never pays for them.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 import os
@@ -81,6 +82,8 @@ class _ProviderBrain:
         started = time.perf_counter()
         try:
             cfg = provider_config(self.provider)
+            if request.single_attempt:
+                cfg = dataclasses.replace(cfg, retries=0)
             where = self._where(cfg)
             if not cfg.api_key:
                 return self._fail(

@@ -38,6 +38,9 @@ class BrainRequest:
     "assistant", "content": str}`` where "assistant" is this crow's own earlier turns.
     ``context`` carries the task's details (see docs/BRAINS.md for the keys each task
     reads); ``system`` is extra system text such as budgets, added after the persona.
+    ``single_attempt`` asks a provider brain for one attempt whatever CROWS_BRAIN_RETRIES
+    allows: a caller that waits for one attempt only (Jev's second opinion) must not have
+    a retry billed after it has stopped listening.
     """
 
     persona: Persona
@@ -46,6 +49,7 @@ class BrainRequest:
     max_tokens: int
     context: dict[str, Any]
     system: str = ""
+    single_attempt: bool = False
 
 
 @dataclass(frozen=True)

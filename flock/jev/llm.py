@@ -129,6 +129,7 @@ def _ask_model(spec: str, question: Question, text: str) -> str | None:
         max_tokens=MAX_TOKENS,
         context={},
         system=prompt(question),
+        single_attempt=True,  # the tag waits for one attempt: no retry billed after it
     )
     provider = spec.partition(":")[0].strip().lower()
     brain = get_brain(spec)
@@ -147,8 +148,8 @@ def _ask_model(spec: str, question: Question, text: str) -> str | None:
         box["reply"] = reply  # the tag need not wait for the log below
         _log_flight(request, reply)
 
-    # The provider bounds each call by the timeout times the retries; a tag waits for one
-    # timeout at most, since a message is held up while it is tagged.
+    # One attempt (single_attempt), and the tag waits for one timeout at most, since a
+    # message is held up while it is tagged.
     worker = threading.Thread(target=call, name="jev-llm", daemon=True)
     worker.start()
     worker.join(timeout_s)

@@ -8,6 +8,7 @@ beside the local probabilities. Offline, or with the switch off, nothing changes
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -142,6 +143,18 @@ def test_the_wait_is_bounded_by_the_brain_timeout(colour: Jev, wire, settings) -
     answer = colour.ask("colour", "a silver moon")
     # The model's late answer is not waited for: the local answer stands.
     assert (answer.source, answer.choice, answer.band) == ("local", "cool", BAND_UNSURE)
+    assert len(fake.requests) == 1
+
+
+def test_a_second_opinion_is_one_attempt_whatever_the_retries_allow(colour: Jev, wire, settings) -> None:
+    """A failed second opinion is not retried: the tag waits for one attempt, so a retry
+    would be a billed call whose answer nobody reads."""
+    fake, _ = wire
+    fake.behaviour = "error"  # a 500, which a crow's flight would retry
+    settings.CROWS_BRAIN_RETRIES = 2
+    answer = colour.ask("colour", "a silver moon")
+    assert (answer.source, answer.choice) == ("local", "cool")
+    time.sleep(0.3)  # room for a retry's backoff, had there been one
     assert len(fake.requests) == 1
 
 
