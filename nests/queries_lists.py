@@ -85,7 +85,7 @@ def list_state(list_id: str) -> dict[str, Any] | None:
                 "reason": i.reason,
                 "answer": i.answer,
                 "crows": i.crows,
-                "skip_reason": i.skip_reason,
+                "skip_reason": i.skip_reason if i.ended else "",  # a pending budget skip is not one yet
                 "tokens_used": i.tokens_used,
                 "attempt": i.attempt,
                 "owner_note": i.owner_note,

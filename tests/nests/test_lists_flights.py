@@ -280,3 +280,39 @@ def test_a_trusted_list_flies_without_a_savepoint():
     todo.refresh_from_db()
     assert todo.status == "finished"
     assert [q["sql"] for q in queries.captured_queries if "SAVEPOINT" in q["sql"]] == []
+
+
+def test_a_budget_skip_waits_for_the_items_crows_in_the_air_to_land(settings):
+    """The item ends only after its flights: a sortie that cannot take off for the budget
+    while siblings fly leaves the item to be skipped when the last of them lands."""
+    from nests.actions.lists import flights
+    from nests.models import Item
+
+    trust_everyone()
+    todo = post_list(MURDER, requester="ada")
+    item = Item.objects.get(todo_list=todo)
+    workers = Sortie.objects.filter(item=item, role=Sortie.Role.WORKER)
+    while not workers.exists():
+        assert worker.run_pending(max_tasks=1) == 1
+    first, second, third = workers.order_by("id")
+    assert launch_sortie(first.pk) is not None and launch_sortie(second.pk) is not None
+    item.refresh_from_db()
+    settings.CROWS_ITEM_TOKEN_BUDGET = item.tokens_used + item.tokens_reserved  # the third does not fit
+    assert launch_sortie(third.pk) is None
+    item.refresh_from_db()
+    assert not item.ended and flights.budget_skip_pending(item)
+    assert "item.skipped" not in [n for n, _ in stream(todo.list_id)]
+
+    land_sortie(first.pk, _reply(), jev={})
+    assert "item.skipped" not in [n for n, _ in stream(todo.list_id)]
+    land_sortie(second.pk, _reply(), jev={})
+    for pk in (first.pk, second.pk):
+        flights.IN_AIR.release(pk)
+    worker.run_pending()
+    names = [n for n, _ in stream(todo.list_id)]
+    skipped_at = names.index("item.skipped")
+    assert skipped_at > max(i for i, n in enumerate(names) if n == "crow.landed")
+    assert names.count("crow.flying") == names.count("crow.landed") == 3  # the Sentry and two crows
+    assert named(stream(todo.list_id), "item.skipped")[0]["reason"] == "budget"
+    assert names[-1] == "list.finished"
+    assert "Elder" not in [p["crow"] for p in named(stream(todo.list_id), "crow.flying")]

@@ -129,6 +129,16 @@ def request_for(sortie: Sortie, item: Item, crow: Crow | None = None) -> BrainRe
     return briefs.brief(crow, task=sortie.task, context=context)
 
 
+def budget_skip_pending(item: Item) -> bool:
+    """A sortie of the item could not take off for the budget while others were in the
+    air: the item is skipped when they have landed, and nothing more of it flies."""
+    return not item.ended and item.skip_reason == BUDGET
+
+
+def _in_air_for(item: Item) -> bool:
+    return Sortie.objects.filter(item=item, attempt=item.attempt, status=Sortie.Status.FLYING).exists()
+
+
 def _over_budget(item: Item, todo: TodoList, estimate: int) -> bool:
     item_after = item.tokens_used + item.tokens_reserved + estimate
     list_after = todo.tokens_used + todo.tokens_reserved + estimate
@@ -208,7 +218,7 @@ def _launch(sortie_pk: int, *, run_id: str | None = None) -> Launch | None:
         return Launch(sortie, request_for(sortie, item, crow), crow.brain_spec)
     if sortie.status not in (Sortie.Status.PLANNED, Sortie.Status.WAITING):
         return None
-    if item.ended:
+    if item.ended or budget_skip_pending(item):
         sortie.status = Sortie.Status.CANCELLED
         sortie.save(update_fields=["status"])
         return None
@@ -225,7 +235,13 @@ def _launch(sortie_pk: int, *, run_id: str | None = None) -> Launch | None:
         sortie.status = Sortie.Status.CANCELLED
         sortie.estimate = estimate
         sortie.save(update_fields=["status", "estimate"])
-        skip_item(item, reason=BUDGET)
+        if _in_air_for(item):
+            # The item ends only after its flights (docs/LISTS.md): skipped for the budget
+            # once the crows already in the air have landed (land_sortie).
+            item.skip_reason = BUDGET
+            item.save(update_fields=["skip_reason"])
+        else:
+            skip_item(item, reason=BUDGET)
         return None
     item.tokens_reserved += estimate
     todo.tokens_reserved += estimate
@@ -292,7 +308,10 @@ def land_sortie(
             landed["error"] = error
         emit("crow.landed", landed, list_id=todo.list_id)
 
-        if not item.ended:
+        if budget_skip_pending(item):
+            if not _in_air_for(item):
+                skip_item(item, reason=BUDGET)
+        elif not item.ended:
             if sortie.role == Sortie.Role.SENTRY:
                 conclude_triage(item, reply=reply, jev=jev or {})
             elif sortie.role == Sortie.Role.WORKER:
