@@ -30,7 +30,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.urls import path, re_path  # noqa: E402
 
-from crows_site.security import OwnerGate, api_takes, refuse_websocket  # noqa: E402
+from crows_site.security import OwnerGate, api_takes, documented_query_names, refuse_websocket  # noqa: E402
 from flock.stream.consumer import EventStreamConsumer  # noqa: E402
 
 # OwnerGate sees every request first, the stream included: Host, Origin, token and
@@ -50,9 +50,10 @@ application = ProtocolTypeRouter(
     }
 )
 
-# The gate's map of the API's operations is built from its OpenAPI document (~0.1 s): now,
-# not in the first POST.
+# The gate's map of the API's operations and query parameters is built from its OpenAPI
+# document (~0.1 s): now, not in the first request.
 api_takes("POST", "/api/")
+documented_query_names()
 
 from flock.jev import warm_in_background  # noqa: E402
 from flock.stream.quiet_outage import say_if_redis_is_away  # noqa: E402

@@ -135,16 +135,34 @@ def is_authenticated(headers: dict[str, str]) -> bool:
 
 
 @functools.cache
-def _api_operations() -> tuple[tuple[re.Pattern[str], frozenset[str]], ...]:
-    """Every /api/ path the OpenAPI document describes, as a pattern, with its methods."""
+def _openapi_paths() -> dict[str, Any]:
+    """The API's OpenAPI document's paths, built once (about 0.1 s)."""
     from crows_site.api import api  # the API's views import this module
 
+    return api.get_openapi_schema()["paths"]
+
+
+@functools.cache
+def _api_operations() -> tuple[tuple[re.Pattern[str], frozenset[str]], ...]:
+    """Every /api/ path the OpenAPI document describes, as a pattern, with its methods."""
     routes = []
-    for template, operations in api.get_openapi_schema()["paths"].items():
+    for template, operations in _openapi_paths().items():
         # A `{param}` is one path segment, as Django's default path converter takes it.
         pattern = "[^/]+".join(re.escape(part) for part in re.split(r"\{[^}/]*\}", template))
         routes.append((re.compile(pattern + r"\Z"), frozenset(method.upper() for method in operations)))
     return tuple(routes)
+
+
+@functools.cache
+def documented_query_names() -> frozenset[str]:
+    """Every query parameter some operation of the API reads."""
+    return frozenset(
+        parameter["name"]
+        for operations in _openapi_paths().values()
+        for operation in operations.values()
+        for parameter in operation.get("parameters", [])
+        if parameter.get("in") == "query"
+    )
 
 
 def api_takes(method: str, path: str) -> bool:

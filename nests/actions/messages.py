@@ -238,9 +238,10 @@ def check_message(
     # on as the kind and refers_to. A reply the Sentry is flagging is kept word for word.
     body = jev_text
     parsed = None if harness or finding is not None else parse_header(jev_text)
-    if not harness and invocation is None:
-        # The protocol has no [NUDGE …] or [FLAG …] for members: over the API it is refused
-        # as the kind is; a brain's reply opening so is a breach the Sentry flags instead.
+    if not harness and invocation is None and author != OWNER:
+        # The protocol has no [NUDGE …] or [FLAG …] for crows: over the API it is refused as
+        # the kind is; a brain's reply opening so is a breach the Sentry flags instead. (The
+        # owner's words are the owner's: such a text is stored as said.)
         forbidden = sentry.FORBIDDEN_HEADER_RE.match(jev_text.split("\n", 1)[0])
         if forbidden:
             raise BadInput(

@@ -98,10 +98,14 @@ def console() -> ConsoleWatch:
 
 @pytest.fixture
 def open_page(browser: Browser, console: ConsoleWatch) -> Iterator[Callable[..., Page]]:
-    """`open_page(url, viewport=LAPTOP)`: a fresh browser context on that page."""
+    """`open_page(url, viewport=LAPTOP)`: a fresh browser context on that page, returned
+    once its stream is live (`wait="live"`), once the network is quiet (`"idle"`: a page
+    with no stream of its own), or whichever the page has (`"auto"`)."""
     contexts = []
 
-    def make(url: str, *, viewport: dict[str, int] = LAPTOP, reduced_motion: bool = False) -> Page:
+    def make(
+        url: str, *, viewport: dict[str, int] = LAPTOP, reduced_motion: bool = False, wait: str = "live"
+    ) -> Page:
         context = browser.new_context(
             viewport=viewport, reduced_motion="reduce" if reduced_motion else "no-preference"
         )
@@ -111,7 +115,10 @@ def open_page(browser: Browser, console: ConsoleWatch) -> Iterator[Callable[...,
         page.on("console", console.on_console)
         page.on("pageerror", lambda exc: console.errors.append(f"uncaught: {exc}"))
         page.goto(url)
-        page.wait_for_selector('#conn[data-state="live"]')
+        if wait == "live" or (wait == "auto" and page.locator("#conn").count()):
+            page.wait_for_selector('#conn[data-state="live"]')
+        else:
+            page.wait_for_load_state("networkidle")
         return page
 
     yield make

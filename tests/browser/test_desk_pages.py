@@ -26,26 +26,10 @@ def fake_openai():
 
 
 @pytest.fixture
-def open_plain(browser, console):
+def open_plain(open_page):
     """A page with no stream of its own (settings, the archive, the glossary): opened when
     its first read of the waiting count is in."""
-    contexts = []
-
-    def make(url: str) -> Page:
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        contexts.append(context)
-        page = context.new_page()
-        page.set_default_timeout(20_000)
-        page.on("console", console.on_console)
-        page.on("pageerror", lambda exc: console.errors.append(f"uncaught: {exc}"))
-        page.goto(url)
-        page.wait_for_load_state("networkidle")
-        return page
-
-    yield make
-    for context in contexts:
-        context.close()
-    assert console.unexpected() == [], "the page logged errors"
+    return lambda url: open_page(url, viewport={"width": 1280, "height": 900}, wait="idle")
 
 
 def test_settings_change_a_crows_model_and_test_the_connection(live_server_factory, fake_openai, open_plain, console) -> None:

@@ -11,7 +11,6 @@ scripted brain, verdicts, a model change), and every test only reads it."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,11 +18,12 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.waiting import wait_until
+
 pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import ConsoleWatch
 from tests.browser.support import LAPTOP, PHONE, screenshot
 from tests.browser.test_desk_pages import _axe
 from tests.support.server import LiveServer, SqliteTemplate
@@ -57,16 +57,6 @@ class WideContent:
                 "crow": f"/crows/{self.crow}"}[page]
 
 
-def _wait[T](what: str, check: Callable[[], T | None], timeout: float = 90) -> T:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _approve_waiting(server: LiveServer, list_id: str, *, targets: tuple[str, ...]) -> None:
     for card in server.get("/api/review").json()["cards"]:
         if card["item_id"].startswith(f"{list_id}-") and card["target"] in targets:
@@ -95,7 +85,7 @@ def wide(sqlite_template: SqliteTemplate, tmp_path_factory: pytest.TempPathFacto
             state = server.get(f"/api/lists/{list_id}").json()
             return state if state["status"] == "finished" else None
 
-        state = _wait(f"list {list_id} to finish", finished)
+        state = wait_until(finished, what=f"list {list_id} to finish", timeout=90, every=0.3)
         assert [i["stage"] for i in state["items"]] == ["answered"] * 2, state
         crow = state["items"][0]["crows"][0]
 
@@ -108,13 +98,13 @@ def wide(sqlite_template: SqliteTemplate, tmp_path_factory: pytest.TempPathFacto
             return any(c["item_id"] == f"{waiting_id}-1" and c["target"] == "output"
                        for c in server.get("/api/review").json()["cards"])
 
-        _wait("an answer waiting for review", answer_waiting)
+        wait_until(answer_waiting, what="an answer waiting for review", timeout=90, every=0.3)
 
         # The owner moves the crow to another model: Jev scores the pick and logs it.
         response = httpx.patch(f"{server.url}/api/crows/{crow}", json={"model": "mock:narrow-screens"}, timeout=30)
         assert response.status_code == 200, response.text
-        _wait("the orchestration decision",
-              lambda: server.get(f"/api/orchestration?crow={crow}").json()["decisions"])
+        wait_until(lambda: server.get(f"/api/orchestration?crow={crow}").json()["decisions"],
+                   what="the orchestration decision", timeout=90, every=0.3)
         yield WideContent(server, list_id, crow)
     finally:
         server.stop()
@@ -133,29 +123,10 @@ READY: dict[str, tuple[str, ...]] = {
 
 
 @pytest.fixture
-def open_at(browser: Browser, console: ConsoleWatch) -> Iterator[Callable[..., Page]]:
+def open_at(open_page) -> Callable[..., Page]:
     """`open_at(url, viewport)`: a fresh context on that page, its stream live (the
     archive has none: it is read once, when the network is quiet)."""
-    contexts = []
-
-    def make(url: str, viewport: dict[str, int]) -> Page:
-        context = browser.new_context(viewport=viewport, reduced_motion="reduce")
-        contexts.append(context)
-        page = context.new_page()
-        page.set_default_timeout(20_000)
-        page.on("console", console.on_console)
-        page.on("pageerror", lambda exc: console.errors.append(f"uncaught: {exc}"))
-        page.goto(url)
-        if page.locator("#conn").count():
-            page.wait_for_selector('#conn[data-state="live"]')
-        else:
-            page.wait_for_load_state("networkidle")
-        return page
-
-    yield make
-    for context in contexts:
-        context.close()
-    assert console.unexpected() == [], "the page logged errors"
+    return lambda url, viewport: open_page(url, viewport=viewport, reduced_motion=True, wait="auto")
 
 
 def _open(open_at: Callable[..., Page], wide: WideContent, name: str, viewport: dict[str, int]) -> Page:

@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+from tests.support.waiting import wait_until
+
 pytestmark = pytest.mark.live
 
 STALLING = [
@@ -22,16 +24,6 @@ STALLING = [
 def nudge_counts(server) -> list[str]:
     messages = server.get("/api/nests/launch/messages?limit=200").json()["messages"]
     return [re.match(r"^\[NUDGE [\w-]+\] \[nudge (\d/3)\]", m["text"]).group(1) for m in messages if m["kind"] == "nudge"]
-
-
-def wait_until(check, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError("timed out")
 
 
 def test_a_restart_between_nudges_keeps_the_count_and_the_timer(live_server_factory, tmp_path):

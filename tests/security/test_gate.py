@@ -219,7 +219,7 @@ def test_the_login_cookie_is_secure_behind_a_tls_proxy(client, header, value, se
 
 @pytest.mark.parametrize(
     "url", ["/api/flights?crow=%00", "/api/flights?item_id=a%00b", "/api/review?nest_id=%00",
-            "/api/crows/Rook/memory?q=%00", "/api/orchestration?crow=x&decider=%00", "/api/flights?%00=1"],
+            "/api/crows/Rook/memory?q=%00", "/api/orchestration?crow=x&decider=%00"],
 )
 def test_a_nul_in_a_query_parameter_is_a_400_naming_it(client, url):
     # PostgreSQL cannot compare a string holding NUL (a 500 there, before this check).
@@ -227,3 +227,8 @@ def test_a_nul_in_a_query_parameter_is_a_400_naming_it(client, url):
     assert response.status_code == 400
     assert "must not contain NUL characters" in message(response)
     assert "query parameter" in message(response)
+
+
+def test_a_nul_in_a_query_parameter_no_endpoint_reads_is_ignored_like_any_junk(client):
+    assert client.get("/api/state?x=1&y=%00").status_code == 200
+    assert client.get("/api/flights?%00=1").status_code == 200
