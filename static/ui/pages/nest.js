@@ -43,13 +43,16 @@ new ReviewQueue($("#review-inline"), {
 const mockIds = new Set((ui.mock && ui.mock.msg_ids) || []);
 const mockThrough = (ui.mock && ui.mock.through) || 0;
 
+/** A message's number in this room: `todo-12` is 12. */
+const msgNumber = (msgId) => Number(msgId.slice(nestId.length + 1));
+
 // A later crow message: its chat flight is logged under the message it answers, just
 // before it is posted, so the crow's newest flight in this room about that message says
 // which brain wrote it. A failed read leaves the message unbadged (the banner still says
 // the default brain is the mock).
 async function checkMock(msg, el) {
   if ([OWNER, HARNESS].includes(msg.author) || !msg.refers_to) return;
-  if (Number(msg.msg_id.slice(nestId.length + 1)) <= mockThrough) return;
+  if (msgNumber(msg.msg_id) <= mockThrough) return;
   let flights = [];
   try {
     flights = await get(`/api/flights?crow=${encodeURIComponent(msg.author)}&limit=10`);
@@ -86,10 +89,9 @@ async function fetchProbs(msg, el) {
 const deliveryHtml = ui.delivery_html || {};
 
 async function fetchRendered(msg, el) {
-  const n = Number(msg.msg_id.slice(nestId.length + 1));
   let page = null;
   try {
-    page = await get(`/api/nests/${encodeURIComponent(nestId)}/messages?before=${n + 1}&limit=1`);
+    page = await get(`/api/nests/${encodeURIComponent(nestId)}/messages?before=${msgNumber(msg.msg_id) + 1}&limit=1`);
   } catch {
     return; // the plain text stays
   }
@@ -114,7 +116,7 @@ function addMessage(msg, { live = false } = {}) {
   if (!msg.mock) checkMock(msg, el);
   if (live && msg.tagged_by && !msg.probs) fetchProbs(msg, el);
   // One made after the page (older ones past the rendered window stay plain text).
-  if (msg.kind === "deliver" && !msg.html && (live || Number(msg.msg_id.slice(nestId.length + 1)) > mockThrough)) {
+  if (msg.kind === "deliver" && !msg.html && (live || msgNumber(msg.msg_id) > mockThrough)) {
     fetchRendered(msg, el);
   }
   // The harness's summary of open expectations is addressed to you: it stands out.
