@@ -16,6 +16,7 @@ from flock.events import rfc3339
 from flock.models import Flight
 from flock.vocab import MessageKind
 from nests.models import Invocation, Item, NestMessage, Sortie
+from nests.queries import delivery_html
 from nests.render import render_markdown
 from trust import queries as trust_queries
 from trust.models import Approval, Verdict
@@ -136,7 +137,7 @@ def deliveries_rendered_in(nest_id: str, *, limit: int = MOCK_MESSAGES) -> dict[
     """The nest page's starting answer: the room's latest deliveries as rendered Markdown
     (a later one, the page reads from GET /api/nests/{nest_id}/messages)."""
     latest = NestMessage.objects.filter(nest__nest_id=nest_id, kind=MessageKind.DELIVER).order_by("-n")[:limit]
-    return {m.msg_id: render_markdown(m.text) for m in latest}
+    return {m.msg_id: delivery_html(m) for m in latest}
 
 
 def _approval_card(a: Approval, items: dict[str, Item], messages: dict[str, NestMessage], mock: set[str]) -> dict:

@@ -4,7 +4,7 @@
 // waits for the owner. Both pages (the flock, a nest) draw them from the same events:
 // decision.opened / decision.closed and verdict.
 
-import { h, $, plural } from "./dom.js";
+import { h, $, plural, reasonField } from "./dom.js";
 import { post } from "./api.js";
 import { crowAvatar } from "./crow_art.js";
 import { toast, announce, messageOf } from "./notify.js";
@@ -44,10 +44,7 @@ function tick() {
 // page alike: both buttons wait while the verdict is in flight. Reject stays one click; the
 // optional reason beside it goes with the rejection (kept with the verdict, said in the room).
 function deliveryVerdictButtons(msgId) {
-  const reason = h("input", {
-    type: "text", class: "reason-input", maxlength: "2000", placeholder: "reason (optional)",
-    "aria-label": `Reason for rejecting delivery ${msgId} (optional)`,
-  });
+  const reason = reasonField(`delivery ${msgId}`);
   const buttons = [true, false].map((approve) => h("button", {
     type: "button", class: `btn ${approve ? "approve" : "reject"}`,
     "aria-label": `${approve ? "Approve" : "Reject"} delivery ${msgId}`, onclick: () => send(approve),

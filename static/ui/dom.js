@@ -77,6 +77,15 @@ export function plural(n, one, many = `${one}s`) {
   return `${n} ${n === 1 ? one : many}`;
 }
 
+/** The optional reason typed beside a one-click Reject (the server keeps at most 2,000
+ * characters of it); `what` names what it would reject, for screen readers. */
+export function reasonField(what, attrs = {}) {
+  return h("input", {
+    type: "text", class: "reason-input", maxlength: "2000", placeholder: "reason (optional)",
+    "aria-label": `Reason for rejecting ${what} (optional)`, ...attrs,
+  });
+}
+
 // Keep focus where the owner had it when a region is redrawn: the element carrying the
 // same data-focus-key gets focus back.
 export function keepFocus(root, redraw) {

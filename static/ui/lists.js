@@ -2,7 +2,7 @@
 // events into plain objects, and renderList draws one list as a card (the flock page) or
 // as a report (a finished list, /lists/<id>).
 
-import { h, fmtTokens, fmtClock, fmtTime, plural } from "./dom.js";
+import { h, fmtTokens, fmtClock, fmtTime, plural, reasonField } from "./dom.js";
 import { crowAvatar } from "./crow_art.js";
 import { renderedAnswer, term } from "./answers.js";
 import { get, post } from "./api.js";
@@ -233,10 +233,8 @@ function approvalBox(item, target, ctx) {
   // Reject stays one click; a reason typed beside it goes with the rejection. The page
   // redraws a list on every event of its flight, so what is typed lives in ctx.reasons.
   const key = `${item.item_id}:${target}`;
-  const reason = ctx.reasons ? h("input", {
-    type: "text", class: "reason-input", maxlength: "2000", placeholder: "reason (optional)",
+  const reason = ctx.reasons ? reasonField(`the ${target} of item ${item.n}`, {
     value: ctx.reasons.get(key) || "", disabled: sending, dataset: { focusKey: `reason:${key}` },
-    "aria-label": `Reason for rejecting the ${target} of item ${item.n} (optional)`,
     oninput: (e) => ctx.reasons.set(key, e.target.value),
   }) : null;
   return h("div", { class: `approval approval-${target}`, role: "group", "aria-label": `Approve ${target} of item ${item.n}` },
