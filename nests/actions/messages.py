@@ -390,9 +390,14 @@ def _follow_up(
     if post.author == OWNER:
         decision = open_decision_by_phrase(room.nest_id, post.body)
         if decision is not None:
-            # The owner said the exact phrase in the room: that answers the decision.
-            answer_decision(decision, answer=post.body, by=OWNER)
-            return
+            # The owner said the exact phrase in the room: that answers the decision,
+            # unless it timed out a moment ago (closed as such): then it is only said.
+            try:
+                answer_decision(decision, answer=post.body, by=OWNER)
+            except NotFound:
+                pass
+            else:
+                return
 
     request, claim = _record_work(post, message, target=target, claiming=claiming)
     # Quill carrying the owner's words into another room speaks for the owner there, so

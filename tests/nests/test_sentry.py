@@ -5,9 +5,11 @@ the events in order on the room's stream. A quarantined crow addressed yields a 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
 from flock.models import Crow, Event
 from nests.actions import create_nest, post_message
@@ -294,6 +296,19 @@ def test_the_owner_posting_the_exact_phrase_in_the_room_reinstates(launch, scrip
         "ts": events.named("crow.reinstated")[0]["ts"],
     }
     assert Crow.objects.get(name="Hugin").status == "active"
+
+
+def test_the_phrase_after_the_deadline_is_only_said_and_the_decision_times_out(launch, script, capture_events):
+    script([{"crow": "Hugin", "reply": "[NUDGE launch-1] hurry"}])
+    post_message("launch", author="owner", text="@Hugin hello there")
+    run_crows()
+    Decision.objects.update(deadline=timezone.now() - timedelta(milliseconds=100))
+    with capture_events() as events:
+        said = post_message("launch", author="owner", text="yes, reinstate Hugin")
+    assert events.names()[:2] == ["nest.message", "decision.closed"]
+    assert events.named("decision.closed")[0]["outcome"] == "timeout" and events.named("crow.reinstated") == []
+    assert NestMessage.objects.filter(msg_id=said.msg_id).exists()
+    assert Crow.objects.get(name="Hugin").status == "quarantined"
 
 
 def test_reinstated_crow_speaks_again(launch, script):

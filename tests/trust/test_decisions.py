@@ -137,6 +137,16 @@ def test_no_answer_by_the_deadline_closes_it_as_timeout(settings, capture_events
         answer_decision(decision, answer="yes, reinstate Rook")
 
 
+def test_an_answer_after_the_deadline_closes_it_as_timeout_even_before_the_task_runs(capture_events):
+    decision = quarantined_decision()
+    Decision.objects.update(deadline=timezone.now() - timedelta(milliseconds=100))
+    with capture_events() as events, pytest.raises(NotFound, match="timed out at"):
+        answer_decision(decision.decision_id, answer="yes, reinstate Rook")
+    assert [(p["outcome"], p["by"]) for p in events.named("decision.closed")] == [("timeout", "timeout")]
+    assert events.named("crow.reinstated") == [] and Crow.objects.get(name="Rook").status == "quarantined"
+    assert expire_decision(decision) is None
+
+
 def test_an_early_timeout_waits_and_start_up_reschedules_open_decisions():
     decision = quarantined_decision()
     assert expire_decision(decision) is None

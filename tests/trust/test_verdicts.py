@@ -128,6 +128,28 @@ def test_a_timeout_after_an_answer_does_nothing_and_an_early_one_waits(heard):
     assert Verdict.objects.get().verdict == "approved"
 
 
+def test_an_answer_after_the_deadline_is_too_late_even_before_the_timeout_task_runs(capture_events, heard):
+    # Fail safe: the worker may be busy when the deadline passes; the owner's late click
+    # records the timeout there and then, moves no trust, and is refused with a 404.
+    _open(holders=["Pepper"], target="output")
+    Approval.objects.update(deadline=timezone.now() - timedelta(milliseconds=100))
+    with capture_events() as events, pytest.raises(NotFound, match="timed out at .*counts as rejected"):
+        record_owner_verdict("Lx-1", target="output", approve=True)
+    assert [v["verdict"] for v in events.named("verdict")] == ["timeout"] and events.named("trust.changed") == []
+    assert [v.verdict for v in heard] == ["timeout"] and Verdict.objects.get().verdict == "timeout"
+    assert trust_balance("Pepper", "code") == (0, 0)
+    assert time_out_approval("Lx-1", target="output") is None  # the queued task finds it decided
+
+
+def test_a_late_answer_to_an_answered_approval_is_plainly_not_found(heard):
+    _open()
+    record_owner_verdict("Lx-1", target="triage", approve=True)
+    Approval.objects.update(deadline=timezone.now() - timedelta(seconds=1))
+    with pytest.raises(NotFound) as raised:
+        record_owner_verdict("Lx-1", target="triage", approve=False)
+    assert "timed out" not in raised.value.message and Verdict.objects.get().verdict == "approved"
+
+
 def test_auto_verdicts_are_one_per_target_too(capture_events, heard):
     with capture_events() as events:
         record_auto_verdict("Lx-1", target="triage", list_id="Lx")

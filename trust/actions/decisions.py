@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from flock.actions import KEPT_ROLES
 from flock.errors import BadInput, Conflict, NotFound
-from flock.events import emit, register_event_names
+from flock.events import emit, register_event_names, rfc3339
 from flock.models import Crow
 from trust.actions.locking import lock_event_log
 from trust.actions.quarantine import reinstate_crow, retire_crow
@@ -161,7 +161,8 @@ def answer_decision(decision: Decision | str, *, answer: object, by: str = "owne
     """The owner's answer. BadInput for an answer that is not a non-empty string; Conflict
     for "retire" of a crow whose role is kept (Quill, Boss), the decision left open;
     NotFound when nothing is open under that id (never opened, already answered, timed
-    out). Emits `decision.closed`, plus
+    out), and when its deadline has passed: the timeout task may not have run yet, so
+    the decision is closed as `timeout` first (fail safe). Emits `decision.closed`, plus
     `crow.reinstated` or `crow.retired` when the answer says so."""
     if not isinstance(answer, str) or not answer.strip():
         raise BadInput("answer is required: a non-empty string")
@@ -170,27 +171,39 @@ def answer_decision(decision: Decision | str, *, answer: object, by: str = "owne
     with transaction.atomic():
         lock_event_log()
         found = _locked_open(decision)
-        outcome = outcome_for(found, answer)
-        if found.kind == Decision.Kind.QUARANTINE and found.crow:
-            crow = Crow.objects.filter(name=found.crow).first()
-            if crow is None or crow.status != Crow.Status.QUARANTINED:
-                # No longer quarantined (the admin reinstated it meanwhile): nothing changes.
-                outcome = Decision.Outcome.KEPT
-            elif outcome == Decision.Outcome.REINSTATED:
-                reinstate_crow(crow, by=by, decision_id=found.decision_id, nest_id=found.nest_id)
-            elif outcome == Decision.Outcome.RETIRED:
-                if crow.role in KEPT_ROLES:
-                    # A valid answer the flock cannot carry out: the decision stays open
-                    # for one it can (never silently turned into `kept`).
-                    raise Conflict(
-                        f"{crow.name} holds the {crow.role} role and cannot be retired: answer "
-                        f"“{found.phrase}” to reinstate it, or anything else to keep it quarantined"
-                    )
-                retire_crow(
-                    found.crow, by=by, reason=f"the owner's answer to {found.decision_id}",
-                    decision_id=found.decision_id,
+        if found.deadline > timezone.now():
+            return _answer(found, answer=answer, by=by)
+        # Fail safe: past its deadline only the timeout closes it, even before the
+        # timeout task has run (a busy worker): closed now, and the answer refused.
+        _close(found, outcome=Decision.Outcome.TIMEOUT, answer="", by=TIMEOUT_BY)
+    raise NotFound(
+        f"no open decision {found.decision_id!r}: it timed out at {rfc3339(found.deadline)}, "
+        "which keeps things as they are"
+    )
+
+
+def _answer(found: Decision, *, answer: str, by: str) -> Decision:
+    outcome = outcome_for(found, answer)
+    if found.kind == Decision.Kind.QUARANTINE and found.crow:
+        crow = Crow.objects.filter(name=found.crow).first()
+        if crow is None or crow.status != Crow.Status.QUARANTINED:
+            # No longer quarantined (the admin reinstated it meanwhile): nothing changes.
+            outcome = Decision.Outcome.KEPT
+        elif outcome == Decision.Outcome.REINSTATED:
+            reinstate_crow(crow, by=by, decision_id=found.decision_id, nest_id=found.nest_id)
+        elif outcome == Decision.Outcome.RETIRED:
+            if crow.role in KEPT_ROLES:
+                # A valid answer the flock cannot carry out: the decision stays open
+                # for one it can (never silently turned into `kept`).
+                raise Conflict(
+                    f"{crow.name} holds the {crow.role} role and cannot be retired: answer "
+                    f"“{found.phrase}” to reinstate it, or anything else to keep it quarantined"
                 )
-        return _close(found, outcome=outcome, answer=answer.strip(), by=by)
+            retire_crow(
+                found.crow, by=by, reason=f"the owner's answer to {found.decision_id}",
+                decision_id=found.decision_id,
+            )
+    return _close(found, outcome=outcome, answer=answer.strip(), by=by)
 
 
 def withdraw_decisions(crow: str, *, by: str, outcome: str, except_id: str = "") -> list[Decision]:

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from flock.db import action_atomic
 from flock.errors import BadInput, Conflict, NotFound
-from flock.events import emit, register_event_names
+from flock.events import emit, register_event_names, rfc3339
 from flock.schemas import ID_MAX
 from trust.actions.ledger import record_trust_outcome
 from trust.actions.locking import lock_event_log
@@ -240,31 +240,51 @@ def record_owner_verdict(
     crow's work as it was (docs/REVIEW.md).
 
     Raises BadInput for a bad body and NotFound when nothing waits for this target
-    (never asked, already answered, timed out, or lost a race to another answer)."""
+    (never asked, already answered, timed out, or lost a race to another answer). An
+    answer after the deadline records the timeout first, then gets the NotFound."""
     item_id, target, approve = _check_body(item_id, target, approve)
     reason = check_reason(reason)
     edited = check_edited_text(edited_text, target=target, approve=approve)
+    article = "an" if target[:1] in "aeiou" else "a"
     with transaction.atomic():
         lock_event_log()
         approval = _waiting_approval(item_id, target)
-        value = Verdict.Value.APPROVED if approve else Verdict.Value.REJECTED
-        verdict = _decide(approval, value, by=by, reason=reason, edited_text=edited) if approval else None
-        if approval is None or verdict is None:
-            article = "an" if target[:1] in "aeiou" else "a"
-            raise NotFound(f"nothing is waiting for {article} {target} verdict on {item_id!r}")
-        if not edited:
-            for holder in approval.holders:
-                record_trust_outcome(
-                    holder,
-                    task_type=approval.task_type,
-                    approved=approve,
-                    list_id=approval.list_id,
-                    item_id=item_id,
-                    nest_id=approval.nest_id,
-                )
-        for hook in _verdict_hooks:
-            hook(verdict)
+        late = approval is not None and _past_its_deadline(approval)
+        if not late:
+            value = Verdict.Value.APPROVED if approve else Verdict.Value.REJECTED
+            verdict = _decide(approval, value, by=by, reason=reason, edited_text=edited) if approval else None
+            if approval is None or verdict is None:
+                raise NotFound(f"nothing is waiting for {article} {target} verdict on {item_id!r}")
+            if not edited:
+                for holder in approval.holders:
+                    record_trust_outcome(
+                        holder,
+                        task_type=approval.task_type,
+                        approved=approve,
+                        list_id=approval.list_id,
+                        item_id=item_id,
+                        nest_id=approval.nest_id,
+                    )
+            for hook in _verdict_hooks:
+                hook(verdict)
+    if late:
+        # Fail safe: an answer after the deadline is too late even when the timeout task
+        # has not run yet (a busy worker); the timeout is recorded now, then refused.
+        assert approval is not None
+        time_out_approval(item_id, target=target, attempt=approval.attempt)
+        raise NotFound(
+            f"nothing is waiting for {article} {target} verdict on {item_id!r}: it timed out at "
+            f"{rfc3339(approval.deadline)}, which counts as rejected"
+        )
+    assert verdict is not None
     return verdict
+
+
+def _past_its_deadline(approval: Approval) -> bool:
+    """Still undecided and its deadline has passed: only the timeout may decide it now."""
+    if approval.deadline > timezone.now():
+        return False
+    return not Verdict.objects.filter(item_id=approval.item_id, target=approval.target, attempt=approval.attempt).exists()
 
 
 def overrule_verdict(item_id: Any, *, target: Any = Target.OUTPUT, reason: Any = None, by: str = "owner") -> Verdict:
