@@ -85,6 +85,8 @@ def _persona_block(persona: Persona) -> str:
             f"You are {persona_line(persona)}, a crow in the flock of so-many-crows, where a "
             "human owner and a flock of AI crows work together."
         )
+        if persona.crow
+        else f"You are {persona_line(persona)}, working for the flock of so-many-crows."
     ]
     if persona.persona.strip():
         lines.append(persona.persona.strip())

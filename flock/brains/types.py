@@ -28,6 +28,9 @@ class Persona:
     relationships: dict[str, str] = field(default_factory=dict)
     openers: tuple[str, ...] = ()
     closers: tuple[str, ...] = ()
+    # False for a helper that thinks through a brain but is no crow (Jev's second
+    # opinion): its prompt then does not open with "You are …, a crow in the flock".
+    crow: bool = True
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,7 @@ def _ask_model(spec: str, question: Question, text: str) -> str | None:
         backstory="",
         persona="You are not a crow and never speak in a room: you classify text.",
         voice="",
+        crow=False,
     )
     request = BrainRequest(
         persona=persona,

@@ -90,6 +90,8 @@ def test_an_unsure_answer_is_settled_by_the_model_with_the_choices_and_rules(col
     sent = sent_text(fake)
     for needle in ("warm, cool", "reds, oranges, fire, sun", "a red sunset over the desert", "colour"):
         assert needle in sent
+    # Jev is no crow, and its prompt does not call it one before saying so.
+    assert "a crow in the flock" not in sent and "You are not a crow" in sent
 
 
 @pytest.mark.django_db(transaction=True)
