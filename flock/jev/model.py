@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 
 # Bump when features, preprocessing or training change: it is part of every cache key and
 # of every answer's version, so old caches are retrained rather than silently reused.
-CODE_VERSION = "v3"  # v2-v3: writers, out-of-writer temperature, SVM, framed text, char n-grams
+CODE_VERSION = "v4"  # v2-v3: writers, out-of-writer temperature, SVM, framed text, char n-grams; v4: URIs of any scheme, no ellipsis files
 IMPL = "sklearn"
 
 # Inverse regularisation of the linear SVM, chosen by leave-one-writer-out accuracy on

@@ -24,17 +24,19 @@ MAX_TEXT_CHARS = 4000
 # "claim" in ordinary talk ("who wants to claim this?"); the id after it is noise.
 _PROTOCOL_VERBS = "WO|ACK|CLAIM|RESULT|DECLINE|NO-ACTION|REFER|NUDGE|JOB|FROM"
 _HEADER_RE = re.compile(rf"\[\s*({_PROTOCOL_VERBS})\b[:\s]*([^\]]*)\]", re.IGNORECASE)
-_URL_RE = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
+# Links, and URIs of any scheme ("s3://bucket/key", "gs://…", "ftp://…", "file:///…").
+_URL_RE = re.compile(r"(?:\b[a-z][a-z0-9+.-]{0,15}://|www\.)\S+", re.IGNORECASE)
 # A file is any name with an extension: a stem, a dot and 1-8 letters or digits with at
 # least one letter ("notes.md", "q3-forecast.xlsx", "deck.key", "run.parquet", "x.tar.gz"),
 # optionally behind a folder path. Abbreviations are not files: the stem needs two
 # characters and may not be a known short word ("e.g.", "i.e.", "vs.", "etc."), and a
-# number ("3.5x", "v2.1") is not a name. The extension is all lower or all upper case,
-# so a missing space ("done it.Then") is not a file.
+# number ("3.5x", "v2.1") is not a name, nor is an ellipsis without spaces ("wait...and").
+# The extension is all lower or all upper case, so a missing space ("done it.Then") is not
+# a file.
 _FILE_RE = re.compile(
     r"(?<![\w@/~.-])(?:(?:~|\.{1,2})?/)?(?:[\w~.-]+/)*"
     r"(?!(?i:e\.g|i\.e|vs|etc|approx|incl|fig|no|mr|mrs|dr|st)\.)"
-    r"(?!\d+\.\d)[\w~-][\w~.-]*\."
+    r"(?!\d+\.\d)[\w~-]+(?:\.[\w~-]+)*\."
     r"(?:(?=[a-z0-9]{0,7}[a-z])[a-z0-9]{1,8}(?:\.[a-z0-9]{1,4})?|(?=[A-Z0-9]{0,7}[A-Z])[A-Z0-9]{1,8})(?![\w/-])",
 )
 # A folder: a path with a slash that is clearly not "and/or" or "24/7": one starting at

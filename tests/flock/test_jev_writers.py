@@ -254,6 +254,8 @@ def test_jev_eval_prints_leave_one_writer_out_beside_the_file_figures(
         ("dumped it under /srv/exports/q3", "dumped it under _folder_"),
         ("look in shared/reports/2026 for it", "look in _folder_ for it"),
         ("put it in ./out/", "put it in _folder_"),
+        ("exported to s3://acme-exports/2026/q3/ last night", "exported to _url_ last night"),
+        ("mirror is at gs://crows-backup/db", "mirror is at _url_"),
     ],
 )
 def test_prepare_recognises_any_extension_and_folders_as_artifacts(text: str, prepared: str) -> None:
@@ -272,6 +274,8 @@ def test_prepare_recognises_any_extension_and_folders_as_artifacts(text: str, pr
         "done.Then",
         "Mr. Smith",
         "client/server",
+        "wait...and then it worked",
+        "hmm..not sure",
     ],
 )
 def test_prepare_leaves_words_that_only_look_like_paths_alone(text: str) -> None:
