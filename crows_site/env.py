@@ -78,6 +78,18 @@ def _check_range(name: str, number: float, minimum: float | None, maximum: float
         raise ImproperlyConfigured(f"{name} must be at most {maximum}, got {number}")
 
 
+def env_url(name: str, default: str = "") -> str:
+    """An http(s) URL with a host ("http://localhost:11434/v1"), or the default when unset:
+    a URL without its scheme would only fail at the first call, far from its cause."""
+    value = _raw(name)
+    if value is None:
+        return default
+    scheme, sep, rest = value.partition("://")
+    if scheme.lower() not in ("http", "https") or not sep or not rest.split("/", 1)[0]:
+        raise ImproperlyConfigured(f"{name} must be an http:// or https:// URL, such as http://localhost:11434/v1, got {value!r}")
+    return value
+
+
 def env_origins(name: str) -> list[str]:
     """A comma-separated list of web origins (`scheme://host[:port]`), lower-cased."""
     value = _raw(name)

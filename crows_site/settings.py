@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from crows_site.env import env_bool, env_float, env_int, env_origins, env_str
+from crows_site.env import env_bool, env_float, env_int, env_origins, env_str, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -228,9 +228,9 @@ CROWS_JEV_CACHE_DIR = env_str("CROWS_JEV_CACHE_DIR", str(CROWS_DATA_DIR / "jev")
 # Brains (flock/brains): the mock brain is the offline default.
 CROWS_MOCK_LATENCY_MS = env_float("CROWS_MOCK_LATENCY_MS", 0.0, minimum=0)
 CROWS_MOCK_FAIL_RATE = env_float("CROWS_MOCK_FAIL_RATE", 0.0, minimum=0, maximum=1)
-CROWS_OPENAI_BASE_URL = env_str("CROWS_OPENAI_BASE_URL", "")
+CROWS_OPENAI_BASE_URL = env_url("CROWS_OPENAI_BASE_URL")
 CROWS_OPENAI_API_KEY = env_str("CROWS_OPENAI_API_KEY", "")
-CROWS_ANTHROPIC_BASE_URL = env_str("CROWS_ANTHROPIC_BASE_URL", "")
+CROWS_ANTHROPIC_BASE_URL = env_url("CROWS_ANTHROPIC_BASE_URL")
 CROWS_ANTHROPIC_API_KEY = env_str("CROWS_ANTHROPIC_API_KEY", "")
 CROWS_BRAIN_TIMEOUT_S = env_float("CROWS_BRAIN_TIMEOUT_S", 30.0, minimum=0.1)
 CROWS_BRAIN_RETRIES = env_int("CROWS_BRAIN_RETRIES", 1, minimum=0, maximum=10)

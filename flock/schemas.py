@@ -252,6 +252,9 @@ class BrainTestOut(Schema):
     reply: str
     error: str
     mock: bool
+    # An extension (docs/API.md): what a connected brain's answer means, e.g. a reasoning
+    # model that spent the test's tokens thinking; "" when there is nothing to add.
+    note: str = ""
 
 
 class BrainsOut(Schema):

@@ -7,7 +7,7 @@ from typing import Any
 from django.db.models import Count, Q
 
 from flock.events import rfc3339
-from nests.models import Item, TodoList
+from nests.models import Item, Sortie, TodoList
 from nests.queries_review import mock_answered
 from nests.render import render_markdown
 from trust.models import Verdict
@@ -58,6 +58,24 @@ def _current_output(verdicts: list[dict[str, Any]], attempt: int) -> dict[str, A
     return {}
 
 
+def flight_failures(items: list[Item]) -> dict[str, list[dict[str, str]]]:
+    """Each item's failed flights of its current attempt, oldest first: the crow and the
+    brain's own sentence, so a page or a report can say why an item failed (`failure`)."""
+    attempts = {i.pk: (i.item_id, i.attempt) for i in items}
+    failed = (
+        Sortie.objects.filter(item_id__in=attempts, status=Sortie.Status.LANDED, ok=False)
+        .exclude(error="")
+        .order_by("id")
+        .values_list("item_id", "attempt", "crow", "error")
+    )
+    out: dict[str, list[dict[str, str]]] = {}
+    for item_pk, attempt, crow, error in failed:
+        item_id, current = attempts[item_pk]
+        if attempt == current:
+            out.setdefault(item_id, []).append({"crow": crow, "error": error})
+    return out
+
+
 def list_state(list_id: str) -> dict[str, Any] | None:
     todo = TodoList.objects.filter(list_id=list_id).first()
     if todo is None:
@@ -65,6 +83,7 @@ def list_state(list_id: str) -> dict[str, Any] | None:
     items = list(todo.items.order_by("n"))
     verdicts = item_verdicts([i.item_id for i in items])
     mock = mock_answered([i.item_id for i in items])
+    failures = flight_failures(items)
     return {
         "list_id": todo.list_id,
         "requester": todo.requester,
@@ -95,6 +114,7 @@ def list_state(list_id: str) -> dict[str, Any] | None:
                 "answer_html": render_markdown(i.answer),
                 "edited_html": render_markdown(_current_output(verdicts[i.item_id], i.attempt).get("edited_text", "")),
                 "mock": i.item_id in mock,
+                "failures": failures.get(i.item_id, []),
             }
             for i in items
         ],
@@ -190,6 +210,10 @@ def report_markdown(list_id: str) -> str | None:
             out += ["**Overruled by the owner.**", ""]
         if item["skip_reason"]:
             out += [f"Skipped: {item['skip_reason']}", ""]
+        for failed in item["failures"]:
+            out += [f"- {failed['crow']}'s flight failed: {failed['error']}"]
+        if item["failures"]:
+            out += [""]
         for v in item["verdicts"]:
             line = f"- {v['target']} (attempt {v['attempt']}): {VERDICT_WORDS.get(v['verdict'], v['verdict'])}"
             if v["overruled"]:

@@ -43,6 +43,13 @@ class ItemVerdictOut(Schema):
     decided_at: str
 
 
+class FlightFailureOut(Schema):
+    """A failed flight of the item's current attempt: the crow, and the brain's sentence."""
+
+    crow: str
+    error: str
+
+
 class ListItemOut(Schema):
     item_id: str
     text: str
@@ -64,6 +71,7 @@ class ListItemOut(Schema):
     answer_html: str
     edited_html: str
     mock: bool
+    failures: list[FlightFailureOut]
 
 
 class ListOut(Schema):

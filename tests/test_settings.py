@@ -24,6 +24,8 @@ from tests.support.server import ROOT, base_env
         ("CROWS_BRAIN", "bogus"),
         ("CROWS_BRAIN", "openai:"),
         ("CROWS_BRAIN", "script:/no/such/rules.json"),
+        ("CROWS_OPENAI_BASE_URL", "127.0.0.1:11434/v1"),
+        ("CROWS_ANTHROPIC_BASE_URL", "ftp://gateway.example"),
     ],
 )
 def test_a_bad_value_stops_start_up_naming_the_variable(tmp_path, name, value):

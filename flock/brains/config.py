@@ -69,6 +69,7 @@ class ProviderConfig:
     base_url: str  # "" means the SDK's default (which also honours OPENAI_BASE_URL / ANTHROPIC_BASE_URL)
     api_key: str  # "" means no key was found anywhere
     key_sources: str  # where a key was looked for, for the error sentence
+    key_source: str  # the variable the key came from ("" when none)
     timeout_s: float
     retries: int
 
@@ -77,11 +78,13 @@ def provider_config(provider: str) -> ProviderConfig:
     """Settings for ``openai`` or ``anthropic``; the key falls back to the SDK's env variable."""
     prefix = f"CROWS_{provider.upper()}"
     env_key = f"{provider.upper()}_API_KEY"
-    api_key = str(setting(f"{prefix}_API_KEY") or "").strip() or os.environ.get(env_key, "").strip()
+    own_key = str(setting(f"{prefix}_API_KEY") or "").strip()
+    api_key = own_key or os.environ.get(env_key, "").strip()
     return ProviderConfig(
         base_url=str(setting(f"{prefix}_BASE_URL") or "").strip(),
         api_key=api_key,
         key_sources=f"{prefix}_API_KEY or {env_key}",
+        key_source=(f"{prefix}_API_KEY" if own_key else env_key) if api_key else "",
         timeout_s=_float("CROWS_BRAIN_TIMEOUT_S", minimum=0.01),
         retries=_int("CROWS_BRAIN_RETRIES", minimum=0),
     )

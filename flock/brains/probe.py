@@ -8,11 +8,13 @@ one sentence naming the provider, the model, the host and what went wrong).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
 from flock.brains import get_brain
 from flock.brains.config import default_brain_spec
+from flock.brains.providers import OUT_OF_TOKENS
 from flock.brains.types import BrainRequest, Persona
 
 PROBE_MAX_TOKENS = 16
@@ -34,10 +36,21 @@ def test_connection(spec: str) -> dict[str, Any]:
         messages=[{"role": "user", "content": "Reply with the single word: pong"}],
         max_tokens=PROBE_MAX_TOKENS,
         context={},
+        # One call, as the page promises: a retry would double a slow provider's wait.
+        single_attempt=True,
     )
     started = time.monotonic()
     reply = get_brain(spec).think(request)
     elapsed_ms = reply.latency_ms or (time.monotonic() - started) * 1000
+    note = ""
+    if not reply.ok and OUT_OF_TOKENS in (reply.error or ""):
+        # It answered, with the key and model it was given: a reasoning model spent the
+        # test's few tokens thinking. Connected; the owner hears what that means.
+        note = (
+            f"it spent the test's {PROBE_MAX_TOKENS} tokens thinking and wrote nothing yet: a reasoning "
+            "model, which needs room to think in every answer"
+        )
+        reply = dataclasses.replace(reply, ok=True, text="", error="")
     return {
         "ok": bool(reply.ok),
         "spec": spec,
@@ -47,4 +60,5 @@ def test_connection(spec: str) -> dict[str, Any]:
         "reply": (reply.text or "").strip()[:200] if reply.ok else "",
         "error": "" if reply.ok else (reply.error or "the brain came back with nothing"),
         "mock": is_mock(spec),
+        "note": note,
     }

@@ -25,6 +25,8 @@ import os
 import re
 import threading
 import time
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -44,18 +46,31 @@ _clients: dict[tuple[str, str, str], Any] = {}
 _clients_lock = threading.Lock()
 
 
-class BrainFailure(Exception):
-    """One failed attempt: ``retryable`` says whether another attempt may help."""
+# The words of a reply that ran out of tokens before any text: a reasoning model that spent
+# the whole cap thinking. Test connection reads them as "connected" (brains/probe.py).
+OUT_OF_TOKENS = "used all its output tokens before writing any text"
 
-    def __init__(self, message: str, *, retryable: bool) -> None:
+
+class BrainFailure(Exception):
+    """One failed attempt: ``retryable`` says whether another attempt may help; ``status``
+    is the HTTP status the provider answered, if any; ``retry_after_s`` what its
+    Retry-After asked for."""
+
+    def __init__(
+        self, message: str, *, retryable: bool, status: int | None = None, retry_after_s: float | None = None
+    ) -> None:
         super().__init__(message)
         self.retryable = retryable
+        self.status = status
+        self.retry_after_s = retry_after_s
 
 
 class _ProviderBrain:
     provider = ""
     default_host = ""
     key_hint = ""
+    # What a 404 most often means with a custom base URL (the fix, in the owner's words).
+    endpoint_hint = ""
 
     def __init__(self, model: str) -> None:
         self.model = model
@@ -94,8 +109,9 @@ class _ProviderBrain:
             system = system_prompt(request)
             turns = conversation(request)
             # Importing the SDK and building the client is local work (a second or so, once);
-            # it is kept out of the network deadline below.
+            # it is kept out of the network deadline below, and out of the reply's latency.
             client = self._client(cfg)
+            started = time.perf_counter()
         except Exception as exc:  # noqa: BLE001 - think() never raises; the error is the reply
             return self._fail(
                 started,
@@ -151,7 +167,7 @@ class _ProviderBrain:
         failure: BrainFailure | None = None
         attempts = 0
         try:
-            for attempt in range(cfg.retries + 1):
+            while True:
                 remaining = deadline - time.perf_counter() - _DEADLINE_MARGIN_S
                 if remaining <= 0:
                     break
@@ -164,17 +180,44 @@ class _ProviderBrain:
                     failure = exc
                 except Exception as exc:  # noqa: BLE001 - every SDK error is classified, none escapes
                     failure = self._classify(exc, cfg.timeout_s)
-                if not failure.retryable or attempt == cfg.retries:
+                # A rate limit is worth waiting out for as long as the deadline allows (a
+                # small local server or a low-tier key refuses what is over its limit, and
+                # lets it through a moment later); other failures get CROWS_BRAIN_RETRIES.
+                rate_limited = failure.status == 429 and cfg.retries > 0
+                if not failure.retryable or (attempts > cfg.retries and not rate_limited):
                     break
-                pause = min(_BACKOFF_S * 2**attempt, _BACKOFF_MAX_S)
+                pause = min(_BACKOFF_S * 2 ** (attempts - 1), _BACKOFF_MAX_S)
+                if failure.retry_after_s is not None:
+                    pause = max(pause, failure.retry_after_s)
                 if deadline - time.perf_counter() - pause < 0.1:
+                    if failure.retry_after_s is not None and failure.retry_after_s == pause:
+                        failure = BrainFailure(
+                            f"{failure}; it asked to wait {failure.retry_after_s:g} s, longer than the "
+                            "time left", retryable=False, status=failure.status,
+                        )
                     break
                 time.sleep(pause)
         except Exception as exc:  # noqa: BLE001 - a worker thread must hand back, not die
             failure = BrainFailure(f"unexpected {type(exc).__name__}: {exc}", retryable=False)
-        if failure is not None and attempts > 1:
-            failure = BrainFailure(f"{failure} (gave up after {attempts} attempts)", retryable=False)
+        if failure is not None:
+            failure = self._with_fix(failure, cfg, attempts)
         box["result"] = failure or BrainFailure("no attempt fitted in the time allowed", retryable=False)
+
+    def _with_fix(self, failure: BrainFailure, cfg: ProviderConfig, attempts: int) -> BrainFailure:
+        """The failure's sentence, with the attempts made and the setting that fixes it."""
+        message = str(failure)
+        if attempts > 1:
+            message += f" (gave up after {attempts} attempts)"
+        if failure.status == 401:
+            message += f"; the key came from {cfg.key_source}"
+        elif failure.status == 404 and cfg.base_url and self.endpoint_hint:
+            message += f"; check the model's name, and {self.endpoint_hint}"
+        elif failure.status == 429:
+            message += (
+                "; fewer crows in the air at once (CROWS_MAX_IN_FLIGHT) or a longer "
+                "CROWS_BRAIN_TIMEOUT_S gives the provider room"
+            )
+        return BrainFailure(message, retryable=False, status=failure.status)
 
     def _client(self, cfg: ProviderConfig) -> Any:
         # One SDK client (one connection pool) per endpoint and key, shared by every crow.
@@ -201,18 +244,48 @@ class _ProviderBrain:
         )
 
 
-def _status_failure(status: int, message: str) -> BrainFailure:
+def _status_failure(status: int, message: str, *, url: str = "", retry_after_s: float | None = None) -> BrainFailure:
     detail = " ".join(str(message).split())[:300]
     if status == 401:
-        return BrainFailure(f"the API key was rejected (HTTP 401: {detail})", retryable=False)
+        return BrainFailure(f"the API key was rejected (HTTP 401: {detail})", retryable=False, status=status)
     if status == 403:
-        return BrainFailure(f"access denied (HTTP 403: {detail})", retryable=False)
+        return BrainFailure(f"access denied (HTTP 403: {detail})", retryable=False, status=status)
     if status == 404:
-        return BrainFailure(f"model or endpoint not found (HTTP 404: {detail})", retryable=False)
+        at = f" at {url}" if url else ""
+        return BrainFailure(f"model or endpoint not found (HTTP 404{at}: {detail})", retryable=False, status=status)
     if status == 429:
-        return BrainFailure(f"rate limited (HTTP 429: {detail})", retryable=True)
+        return BrainFailure(f"rate limited (HTTP 429: {detail})", retryable=True, status=status,
+                            retry_after_s=retry_after_s)
     retryable = status in (408, 409) or status >= 500
-    return BrainFailure(f"the server answered HTTP {status}: {detail}", retryable=retryable)
+    return BrainFailure(f"the server answered HTTP {status}: {detail}", retryable=retryable, status=status,
+                        retry_after_s=retry_after_s if retryable else None)
+
+
+def _retry_after_s(response: Any) -> float | None:
+    """What a response's Retry-After (or OpenAI's retry-after-ms) asks for, in seconds."""
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    try:
+        if (ms := headers.get("retry-after-ms")) is not None:
+            return max(0.0, float(ms) / 1000.0)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            when = parsedate_to_datetime(value)
+            return max(0.0, (when - datetime.now(when.tzinfo or UTC)).total_seconds())
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _request_url(response: Any) -> str:
+    try:
+        return str(response.request.url)
+    except Exception:  # noqa: BLE001 - the URL only decorates the message
+        return ""
 
 
 def _error_message(exc: Any) -> str:
@@ -230,13 +303,16 @@ def _error_message(exc: Any) -> str:
 def _classify_sdk(sdk: Any, exc: Exception, timeout_s: float) -> BrainFailure:
     """Turn an openai or anthropic SDK exception (same class names in both) into a failure."""
     if isinstance(exc, sdk.APITimeoutError):
-        return BrainFailure(f"timed out: no answer within {timeout_s:g} s", retryable=True)
+        return BrainFailure(f"timed out: no answer within {timeout_s:g} s (CROWS_BRAIN_TIMEOUT_S)", retryable=True)
     if isinstance(exc, sdk.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
         why = f": {type(cause).__name__}: {cause}" if cause else ""
         return BrainFailure(f"could not connect{why}", retryable=True)
     if isinstance(exc, sdk.APIStatusError):
-        return _status_failure(exc.status_code, _error_message(exc))
+        response = getattr(exc, "response", None)
+        return _status_failure(
+            exc.status_code, _error_message(exc), url=_request_url(response), retry_after_s=_retry_after_s(response)
+        )
     if isinstance(exc, sdk.APIResponseValidationError):
         return BrainFailure(f"the response did not match the API's format ({exc})", retryable=False)
     return BrainFailure(f"an odd response ({type(exc).__name__}: {exc})", retryable=False)
@@ -251,6 +327,7 @@ class OpenAIBrain(_ProviderBrain):
     provider = "openai"
     default_host = "api.openai.com"
     key_hint = "a local server such as Ollama accepts any non-empty key"
+    endpoint_hint = "that CROWS_OPENAI_BASE_URL is the API's root, usually ending in /v1 (Ollama: http://localhost:11434/v1)"
 
     def _new_client(self, cfg: ProviderConfig) -> Any:
         import openai
@@ -284,16 +361,20 @@ class OpenAIBrain(_ProviderBrain):
             text = message.content
         except (AttributeError, IndexError, TypeError) as exc:
             raise BrainFailure(
-                f"the response had no choices to read ({type(exc).__name__})", retryable=False
+                "the server's answer was not the API's JSON (no choices in it): is the base URL the "
+                "API's root, and not a web page?", retryable=False,
             ) from exc
         if not isinstance(text, str) or not text.strip():
             refusal = getattr(message, "refusal", None)
             if refusal:
                 raise BrainFailure(f"the model refused: {refusal}", retryable=False)
-            raise BrainFailure(
-                f"the reply was empty (finish_reason={getattr(choice, 'finish_reason', None)})",
-                retryable=False,
-            )
+            finish = getattr(choice, "finish_reason", None)
+            if finish == "length":
+                raise BrainFailure(
+                    f"the model {OUT_OF_TOKENS} ({request.max_tokens}; finish_reason=length): a reasoning "
+                    "model thinks first, and needs room for it", retryable=False,
+                )
+            raise BrainFailure(f"the reply was empty (finish_reason={finish})", retryable=False)
         usage = getattr(response, "usage", None)
         return text.strip(), _usage_int(usage, "prompt_tokens"), _usage_int(usage, "completion_tokens")
 
@@ -307,6 +388,7 @@ class AnthropicBrain(_ProviderBrain):
     provider = "anthropic"
     default_host = "api.anthropic.com"
     key_hint = "a gateway that needs none still wants a non-empty value"
+    endpoint_hint = "that CROWS_ANTHROPIC_BASE_URL is the API's root, without /v1 (the SDK adds /v1/messages)"
 
     def _new_client(self, cfg: ProviderConfig) -> Any:
         import anthropic
@@ -343,11 +425,17 @@ class AnthropicBrain(_ProviderBrain):
             blocks = list(response.content)
         except (AttributeError, TypeError) as exc:
             raise BrainFailure(
-                f"the response had no content to read ({type(exc).__name__})", retryable=False
+                "the server's answer was not the API's JSON (no content in it): is the base URL the "
+                "API's root, and not a web page?", retryable=False,
             ) from exc
         text = "".join(getattr(b, "text", "") or "" for b in blocks if getattr(b, "type", "") == "text")
         if not text.strip():
             stop = getattr(response, "stop_reason", None)
+            if stop == "max_tokens":
+                raise BrainFailure(
+                    f"the model {OUT_OF_TOKENS} ({request.max_tokens}; stop_reason=max_tokens): a "
+                    "reasoning model thinks first, and needs room for it", retryable=False,
+                )
             raise BrainFailure(f"the reply had no text (stop_reason={stop})", retryable=False)
         usage = getattr(response, "usage", None)
         return text.strip(), _usage_int(usage, "input_tokens"), _usage_int(usage, "output_tokens")

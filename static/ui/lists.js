@@ -342,6 +342,15 @@ function flightLog(item, ctx) {
   return details;
 }
 
+/** "Skipped: failure", and for a failure what each failed flight's brain said (the crew
+ * chips only carry it on hover, and a real model's error names the fix). */
+function skippedLine(item) {
+  const failed = item.skipped === "failure" ? item.crews.filter((c) => c.state === "failed" && c.error) : [];
+  return h("div", { class: "skipped" },
+    h("p", {}, `Skipped: ${item.skipped}`),
+    failed.length ? h("ul", { class: "flight-errors" }, failed.map((c) => h("li", {}, `${c.crow}: ${c.error}`))) : null);
+}
+
 function itemRow(item, ctx, { report = false } = {}) {
   const stage = itemStage(item);
   return h("li", { class: `item item-${stage}`, id: `item-${item.item_id}`, dataset: { itemId: item.item_id, stage } },
@@ -356,7 +365,7 @@ function itemRow(item, ctx, { report = false } = {}) {
     item.pending.triage && !report && !ctx.noApprovalBoxes ? approvalBox(item, "triage", ctx) : null,
     answerBlock(item, ctx, { full: report }),
     item.pending.output && !report && !ctx.noApprovalBoxes ? approvalBox(item, "output", ctx) : null,
-    item.skipped ? h("p", { class: "skipped" }, `Skipped: ${item.skipped}`) : null,
+    item.skipped ? skippedLine(item) : null,
     item.overruled ? h("p", { class: "skipped overruled" }, "Overruled by you: the crows were demoted as for a rejection.") : null,
     reasonsLine(item),
     ownerActions(item, ctx),

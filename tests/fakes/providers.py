@@ -13,6 +13,11 @@ records both the request and any ``problems`` with it, then answers according to
 ``empty``       HTTP 200, a well-formed body whose reply text is empty
 ``odd``         HTTP 200, valid JSON of the wrong shape
 ``no_usage``    a success without the ``usage`` object (some compatible servers omit it)
+``rate_limited`` HTTP 429 with the provider's error body and ``Retry-After: <retry_after>``
+``not_found``   HTTP 404 with the provider's unknown-model error body
+``thinking``    HTTP 200, no text: a reasoning model that spent max_tokens thinking
+                (finish_reason ``length`` / stop_reason ``max_tokens``)
+``html``        HTTP 200 with an HTML page (a base URL that points at a web UI)
 
 ``script`` (a list of behaviours) overrides ``behaviour`` for successive requests, so a
 test can answer 500 then 200. The fakes are used through the fixtures at the bottom.
@@ -66,6 +71,7 @@ class FakeProvider:
         self.script: list[str] = []
         self.reply_text = "Back from the far field. Here is the answer."
         self.delay_s = 5.0
+        self.retry_after = "1"
         self.last_usage: tuple[int, int] | None = None
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -82,6 +88,9 @@ class FakeProvider:
         raise NotImplementedError
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def out_of_tokens(self, body: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
 
     @property
@@ -179,12 +188,22 @@ class FakeProvider:
             return Answer(200, json.dumps({"hello": "crows", "status": "fine"}).encode())
         if behaviour == "no_usage":
             return Answer(200, json.dumps(self.success(body, self.reply_text, usage=False)).encode())
+        if behaviour == "rate_limited":
+            return Answer(429, json.dumps(self.error_body(429, "")).encode(), {"retry-after": self.retry_after})
+        if behaviour == "not_found":
+            return Answer(404, json.dumps(self.error_body(404, str(body.get("model")))).encode())
+        if behaviour == "thinking":
+            return Answer(200, json.dumps(self.out_of_tokens(body)).encode())
+        if behaviour == "html":
+            page = b"<!doctype html><html><body><h1>Open WebUI</h1></body></html>"
+            return Answer(200, page, {"content-type": "text/html; charset=utf-8"})
         return Answer(200, json.dumps(self.success(body, self.reply_text)).encode())
 
     def _send(self, handler: BaseHTTPRequestHandler, answer: Answer) -> None:
         try:
             handler.send_response(answer.status)
-            handler.send_header("content-type", "application/json")
+            if "content-type" not in answer.headers:
+                handler.send_header("content-type", "application/json")
             handler.send_header("content-length", str(len(answer.body)))
             for k, v in answer.headers.items():
                 handler.send_header(k, v)
@@ -284,17 +303,18 @@ class FakeOpenAI(FakeProvider):
                     "API key at https://platform.openai.com/account/api-keys."
                 ),
             ),
+            404: ("invalid_request_error", f"The model `{message}` does not exist or you do not have access to it."),
+            429: ("requests", "Rate limit reached for requests. Please try again in 1s."),
             500: ("server_error", "The server had an error while processing your request. Sorry about that!"),
         }
         kind, text = kinds.get(status, ("server_error", message or "error"))
-        return {
-            "error": {
-                "message": text,
-                "type": kind,
-                "param": None,
-                "code": "invalid_api_key" if status == 401 else None,
-            }
-        }
+        codes = {401: "invalid_api_key", 404: "model_not_found", 429: "rate_limit_exceeded"}
+        return {"error": {"message": text, "type": kind, "param": None, "code": codes.get(status)}}
+
+    def out_of_tokens(self, body: dict[str, Any]) -> dict[str, Any]:
+        reply = self.success(body, "")
+        reply["choices"][0]["finish_reason"] = "length"
+        return reply
 
 
 class FakeAnthropic(FakeProvider):
@@ -367,10 +387,17 @@ class FakeAnthropic(FakeProvider):
         kinds = {
             400: ("invalid_request_error", message or "Invalid request."),
             401: ("authentication_error", "invalid x-api-key"),
+            404: ("not_found_error", f"model: {message}"),
+            429: ("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"),
             500: ("api_error", "Internal server error"),
         }
         kind, text = kinds.get(status, ("api_error", message or "error"))
         return {"type": "error", "error": {"type": kind, "message": text}, "request_id": "req_fake"}
+
+    def out_of_tokens(self, body: dict[str, Any]) -> dict[str, Any]:
+        reply = self.success(body, "")
+        reply["stop_reason"] = "max_tokens"
+        return reply
 
 
 def unused_port_number() -> int:

@@ -628,6 +628,64 @@ def test_the_key_falls_back_to_the_sdks_environment_variable(wire, settings, mon
     assert get_brain(spec).think(ask(item_text=SIMPLE_ITEM)).ok
 
 
+def test_a_rate_limit_is_waited_out_as_the_providers_retry_after_asks(wire):
+    # CROWS_BRAIN_RETRIES is 1, but a 429 is retried for as long as the deadline allows
+    # (timeout 2 s x 2 attempts), each time after the Retry-After the provider asked for.
+    fake, spec = wire
+    fake.retry_after = "0.3"
+    fake.script = ["rate_limited", "rate_limited", "rate_limited"]
+    reply = get_brain(spec).think(ask(item_text=SIMPLE_ITEM))
+    assert reply.ok, reply.error
+    assert len(fake.requests) == 4
+    gaps = [b.received_at - a.received_at for a, b in itertools.pairwise(fake.requests)]
+    assert min(gaps) >= 0.29  # time.sleep never wakes early: the provider's wish was honoured
+
+
+def test_a_rate_limit_longer_than_the_time_left_is_not_waited_for_and_says_what_helps(wire):
+    fake, spec = wire
+    fake.behaviour, fake.retry_after = "rate_limited", "30"
+    reply = get_brain(spec).think(ask(item_text=SIMPLE_ITEM))
+    assert not reply.ok and len(fake.requests) == 1
+    assert "HTTP 429" in reply.error and "asked to wait 30 s" in reply.error
+    assert "CROWS_MAX_IN_FLIGHT" in reply.error
+
+
+def test_a_rejected_key_names_the_variable_it_came_from(wire, settings, monkeypatch):
+    fake, spec = wire
+    prefix = WIRES[fake.name][2]
+    fake.behaviour = "unauthorized"
+    reply = get_brain(spec).think(ask(item_text=SIMPLE_ITEM))
+    assert f"the key came from {prefix}_API_KEY" in reply.error
+    setattr(settings, f"{prefix}_API_KEY", "")
+    monkeypatch.setenv(f"{fake.name.upper()}_API_KEY", fake.api_key)
+    reply = get_brain(spec).think(ask(item_text=SIMPLE_ITEM))
+    assert f"the key came from {fake.name.upper()}_API_KEY" in reply.error
+
+
+def test_an_unknown_model_names_the_url_called_and_how_the_base_url_should_look(wire):
+    fake, spec = wire
+    fake.behaviour = "not_found"
+    reply = get_brain(spec).think(ask(item_text=SIMPLE_ITEM))
+    assert not reply.ok and "HTTP 404 at http://127.0.0.1:" in reply.error and fake.path in reply.error
+    assert "check the model's name" in reply.error
+    assert ("ending in /v1" if fake.name == "openai" else "without /v1") in reply.error
+
+
+def test_a_model_that_spent_its_tokens_thinking_says_so(wire):
+    fake, spec = wire
+    fake.behaviour = "thinking"
+    reply = get_brain(spec).think(ask(item_text=SIMPLE_ITEM, max_tokens=60))
+    assert not reply.ok and providers.OUT_OF_TOKENS in reply.error and "(60;" in reply.error
+    assert "reasoning model" in reply.error and len(fake.requests) == 1
+
+
+def test_a_web_page_instead_of_the_api_is_named_as_such(wire):
+    fake, spec = wire
+    fake.behaviour = "html"
+    reply = get_brain(spec).think(ask(item_text=SIMPLE_ITEM))
+    assert not reply.ok and "not the API's JSON" in reply.error and "web page" in reply.error
+
+
 @pytest.mark.parametrize("behaviour, words", [("malformed", "odd response"), ("odd", "no"), ("empty", "")])
 def test_a_broken_response_is_an_error_not_an_exception(wire, behaviour, words):
     fake, spec = wire

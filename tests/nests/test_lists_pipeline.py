@@ -180,6 +180,21 @@ def test_an_item_whose_crows_all_fail_is_skipped_with_reason_failure(trusted):
     assert named(events, "item.skipped")[0]["reason"] == "failure"
     assert named(events, "item.answered") == []
     assert [n for n, _ in events][-1] == "list.finished"
+    # The list's record and its report say why, in the brain's own words.
+    from nests.queries_lists import list_state, report_markdown
+
+    (item,) = list_state(todo.list_id)["items"]
+    assert [f["crow"] for f in item["failures"]] == ["Pepper"] and "broken" in item["failures"][0]["error"]
+    assert f"Pepper's flight failed: {item['failures'][0]['error']}" in report_markdown(todo.list_id)
+
+
+def test_a_murder_item_lists_the_failed_flight_of_its_current_attempt_only(trusted):
+    from nests.queries_lists import list_state
+
+    break_brain("Pepper")
+    todo = run_list(MURDER, nest_id=_nest("Debate", ["Pepper", "Inky", "Rook"]))
+    (item,) = list_state(todo.list_id)["items"]
+    assert item["stage"] != "skipped" and [f["crow"] for f in item["failures"]] == ["Pepper"]
 
 
 def test_when_the_elder_fails_the_answer_is_the_parts_of_the_crows_that_succeeded(trusted):

@@ -282,6 +282,28 @@ def test_test_connection_reports_latency_or_the_providers_error(settings):
     assert _post(Client(), "/api/brains/test", {"crow": "Pepper", "model": "mock"})[0] == 400
 
 
+def test_test_connection_is_one_call_and_a_reasoning_model_that_only_thought_is_connected(settings):
+    from tests.fakes.providers import FakeOpenAI
+
+    fake = FakeOpenAI().start()
+    try:
+        settings.CROWS_OPENAI_BASE_URL = fake.base_url
+        settings.CROWS_OPENAI_API_KEY = fake.api_key
+        settings.CROWS_BRAIN_RETRIES = 3  # a flight's retries; the test is still one call
+        fake.behaviour = "error"
+        status, body = _post(Client(), "/api/brains/test", {"model": "openai:gpt-test"})
+        assert status == 200 and body["ok"] is False and len(fake.requests) == 1
+        assert "attempts" not in body["error"]
+        fake.behaviour = "thinking"
+        status, body = _post(Client(), "/api/brains/test", {"model": "openai:o-think"})
+        assert status == 200 and body["ok"] is True and body["error"] == "" and body["reply"] == ""
+        assert "thinking" in body["note"] and "reasoning model" in body["note"]
+        fake.behaviour = "ok"
+        assert _post(Client(), "/api/brains/test", {"model": "openai:gpt-test"})[1]["note"] == ""
+    finally:
+        fake.stop()
+
+
 def test_new_event_names_are_capabilities():
     body = Client().get("/api/state").json()
     assert {"verdict.overruled", "item.retried", "crow.updated"} <= set(body["capabilities"])

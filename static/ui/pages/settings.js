@@ -12,7 +12,7 @@ function showResult(el, result, note) {
   el.classList.toggle("bad", !result.ok);
   const which = note ? ` (${note})` : "";
   el.textContent = result.ok
-    ? `Connected: ${result.provider}:${result.model}${which} answered in ${Math.round(result.latency_ms)} ms${result.mock ? " (the offline mock brain: no model was called)" : ""}.`
+    ? `Connected: ${result.provider}:${result.model}${which} answered in ${Math.round(result.latency_ms)} ms${result.mock ? " (the offline mock brain: no model was called)" : ""}${result.note ? `; ${result.note}` : ""}.`
     : `Failed${which}: ${result.error}`;
 }
 
