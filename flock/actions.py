@@ -185,6 +185,23 @@ def hatch_crow(
     return crow
 
 
+# Told, inside the transaction, when a crow can no longer speak (retired, or quarantined by
+# trust): the rooms' layer ends what cannot go on without it (a debate it takes part in).
+_grounded_hooks: list[Callable[[str, str], object]] = []
+
+
+def on_crow_grounded(hook: Callable[[str, str], object]) -> Callable[[str, str], object]:
+    """Register `hook(crow_name, why)`; `why` reads after the name ("was retired")."""
+    if hook not in _grounded_hooks:
+        _grounded_hooks.append(hook)
+    return hook
+
+
+def crow_grounded(name: str, why: str) -> None:
+    for hook in _grounded_hooks:
+        hook(name, why)
+
+
 def retire_crow(name: str, *, retired_by: str, reason: str = "") -> Crow:
     """Retire a worker crow: it leaves the roster and every room, and is never invoked
     again; its history stays. Emits crow.retired. Whether it is idle is the caller's call
@@ -200,6 +217,7 @@ def retire_crow(name: str, *, retired_by: str, reason: str = "") -> Crow:
         crow.status = Crow.Status.RETIRED
         crow.save(update_fields=["status"])
         emit("crow.retired", {"crow": crow.name, "retired_by": retired_by, "reason": reason[:300]})
+        crow_grounded(crow.name, "was retired")
     return crow
 
 

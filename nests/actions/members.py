@@ -62,4 +62,8 @@ def remove_nest_member(nest_id: str, crow: str, *, by: str) -> Nest:
             raise BadInput(f"{nest.nest_id} needs at least {MIN_CORE} core crow; add another before removing {name}")
         nest.core = [c for c in nest.core if c != name]
         _changed(nest, by=by, added=[], removed=[name])
+        # A debate in this room cannot go on without it (docs/GOVERNANCE.md).
+        from nests.actions.chat.debates import stop_for_grounded
+
+        stop_for_grounded(name, "left the room", nest=nest)
     return nest

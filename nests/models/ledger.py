@@ -22,6 +22,9 @@ class Debate(models.Model):
     class Status(models.TextChoices):
         RUNNING = "running"
         FINISHED = "finished"
+        # Ended early: the owner stopped it, or a debater, the judge or the moderator was
+        # quarantined, retired or left the room (docs/GOVERNANCE.md).
+        STOPPED = "stopped"
 
     class Phase(models.TextChoices):
         ARGUING = "arguing"

@@ -147,3 +147,76 @@ def test_an_x_or_y_question_gives_each_side_an_option(question, stances):
     from nests.actions.chat.debates import _stances
 
     assert _stances(question, 2) == stances
+
+
+def _until_cued(crow: str) -> Debate:
+    from flock import worker
+
+    while not Debate.objects.filter(cued=crow).exists():
+        assert worker.run_pending(max_tasks=1) == 1
+    return Debate.objects.get(cued=crow)
+
+
+def test_the_owner_stops_a_running_debate_and_nobody_owes_it_anything(arena, capture_events):
+    post_message("arena", author="owner", text=ORDER)
+    debate = _until_cued("Hugin")
+    with capture_events() as events:
+        stop = post_message("arena", author="owner", text="@Boss stop the debate, I've heard enough")
+        run_crows()
+    debate.refresh_from_db()
+    assert (debate.status, debate.phase, debate.cued) == ("stopped", "done", "")
+    (finished,) = events.named("debate.finished")
+    assert (finished["status"], finished["reason"], finished["by"]) == ("stopped", "the owner stopped it", "owner")
+    said = NestMessage.objects.get(refers_to=stop.msg_id, author="Boss")
+    assert f"Debate {debate.debate_id} is stopped" in said.text and said.to == "owner"
+    assert not Expectation.objects.filter(debate=debate, status__in=Expectation.LIVE).exists()
+    # Nothing more is cued or nudged, and a new debate may start.
+    assert not NestMessage.objects.filter(kind="nudge").exists()
+    post_message("arena", author="owner", text=ORDER)
+    run_crows()
+    assert list(Debate.objects.order_by("id").values_list("status", flat=True)) == ["stopped", "finished"]
+
+
+def test_stop_with_no_debate_running_is_just_a_message(arena):
+    post_message("arena", author="owner", text="@Boss stop the debate")
+    run_crows()
+    assert not Debate.objects.exists()
+
+
+@pytest.mark.parametrize("how", ["quarantined", "retired", "left the room"])
+def test_a_debater_who_can_no_longer_speak_stops_the_debate_and_nobody_else_is_blamed(arena, capture_events, how):
+    from flock.actions import retire_crow
+    from nests.actions.members import remove_nest_member
+    from trust.actions import quarantine_crow
+
+    post_message("arena", author="owner", text=ORDER)
+    debate = _until_cued("Hugin")
+    with capture_events() as events:
+        if how == "quarantined":
+            quarantine_crow("Munin", breach="owner_report", evidence="by hand", by="admin:smokey")
+        elif how == "retired":
+            retire_crow("Munin", retired_by="owner")
+        else:
+            remove_nest_member("arena", "Munin", by="owner")
+    debate.refresh_from_db()
+    assert debate.status == "stopped"
+    (finished,) = events.named("debate.finished")
+    assert finished["reason"].startswith("Munin, a debater, ") and how in finished["reason"]
+    said = NestMessage.objects.filter(nest=arena).order_by("-n").first()
+    assert (said.author, said.to) == ("Boss", "owner") and "is stopped" in said.text
+    closed = dict(Expectation.objects.filter(debate=debate).values_list("crow", "status"))
+    assert closed.get("Boss") == "met" and closed.get("Hugin") == "met"
+    run_crows()  # Hugin's queued turn lands on a stopped debate: not counted, nothing nudged
+    assert Debate.objects.get().turns == [] and not NestMessage.objects.filter(kind="nudge").exists()
+
+
+def test_the_moderator_quarantined_stops_its_debate_and_the_harness_says_so(arena):
+    from trust.actions import quarantine_crow
+
+    post_message("arena", author="owner", text=ORDER)
+    debate = _until_cued("Hugin")
+    quarantine_crow("Boss", breach="owner_report", evidence="by hand", by="admin:smokey")
+    debate.refresh_from_db()
+    assert debate.status == "stopped"
+    said = NestMessage.objects.filter(nest=arena).order_by("-n").first()
+    assert said.author == "harness" and "Boss, the moderator, was quarantined" in said.text

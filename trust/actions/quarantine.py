@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from flock.actions import crow_grounded
 from flock.actions import retire_crow as retire_flock_crow
 from flock.errors import BadInput, NotFound
 from flock.events import emit, register_event_names
@@ -101,6 +102,7 @@ def quarantine_crow(
             },
             nest_id=nest_id or breach.nest_id,
         )
+        crow_grounded(found.name, "was quarantined")
     return found
 
 

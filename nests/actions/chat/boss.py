@@ -196,6 +196,11 @@ def handle(inv: Invocation, boss: Crow) -> object:
             return Reply(text=f"[ACK {trigger.msg_id}] {_opener(boss, trigger.msg_id)} Can't start it: {started}",
                          refers_to=trigger.msg_id, to=OWNER, closes=True)
         return started
+    if inv.reason == "debate_stop":
+        stopped = debates.stop_on_owners_word(inv, boss)
+        if isinstance(stopped, str):
+            return Reply(text=f"[ACK {trigger.msg_id}] {stopped}", refers_to=trigger.msg_id, to=OWNER, closes=True)
+        return stopped
     if inv.reason == "nudge":
         return debates.recue(inv, boss)
     if trigger.author != OWNER or inv.reason not in ("addressed", "direct"):

@@ -19,7 +19,12 @@ not answer is nudged; the kickoff opens `rounds_completed` for the moderator. A 
 (or the judge) who posts while another crow is cued is out of turn: the post is not
 counted and the harness nudges it (`[NUDGE <msg_id>] [nudge n/3] …`); after three, the
 owner gets the summary instead. Events: `debate.started`, `debate.round` (a round opened
-or completed), `debate.finished`.
+or completed), `debate.finished` (`status` finished, or stopped with its `reason`).
+
+A debate stops early, with nothing more owed by anyone, when the owner tells Boss to stop
+it ("stop the debate"), or when a debater, the judge or the moderator is quarantined,
+retired or leaves the room: it could never finish, and its turns would otherwise be nudged
+until the ledger blamed crows that did nothing wrong.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from django.utils import timezone
 
 from flock.events import emit, lock_event_log, register_event_names, rfc3339
 from flock.models import Crow
-from flock.vocab import HARNESS_AUTHORS, OWNER
+from flock.vocab import HARNESS, HARNESS_AUTHORS, OWNER
 from nests import queries
 from nests.models import Debate, Expectation, Invocation, Nest, NestMessage
 
@@ -54,6 +59,11 @@ JUDGE_RES = (
     re.compile(r"@?(?P<name>[A-Za-z][\w-]{0,39})\s+(?:judges|judging|will\s+judge|as\s+(?:the\s+)?judge|can\s+judge)\b", re.IGNORECASE),
 )
 FIRST_RE = re.compile(r"@?(?P<name>[A-Za-z][\w-]{0,39})\s+(?:goes|speaks|opens)\s+first|@?(?P<name2>[A-Za-z][\w-]{0,39})\s+first\b", re.IGNORECASE)
+STOP_RE = re.compile(
+    r"\b(?:stop|end|cancel|halt|abort|kill|close|call\s+off)\s+(?:the\s+|this\s+|that\s+|our\s+|your\s+)?debate\b"
+    r"|\bcall\s+(?:the\s+|this\s+|that\s+)?debate\s+off\b",
+    re.IGNORECASE,
+)
 TURNS_RE = re.compile(r"\b(?:take\s+turns|in\s+turn|turn\s+order|one\s+at\s+a\s+time|strict\s+order|goes\s+first|speaks\s+first)\b", re.IGNORECASE)
 MENTION_RE = re.compile(r"(?<![\w@])@([A-Za-z][\w-]{0,39})")
 STRIP_RES = (
@@ -71,6 +81,10 @@ VERDICT_FORMAT = "Verdict: <crow> — <why>"
 
 def is_debate_order(text: str) -> bool:
     return bool(DEBATE_RE.search(text))
+
+
+def is_stop_order(text: str) -> bool:
+    return bool(STOP_RE.search(text))
 
 
 def running_debate(nest: Nest, *, lock: bool = False) -> Debate | None:
@@ -462,15 +476,95 @@ def _finish(debate: Debate, verdict: NestMessage) -> None:
     debate.save()
     for exp in Expectation.objects.select_for_update().filter(debate=debate, status__in=Expectation.LIVE):
         close_expectation(exp, status=Expectation.Status.MET, by_msg_id=verdict.msg_id, reason=f"{debate.debate_id} finished")
-    emit(
-        "debate.finished",
-        {"nest_id": debate.nest.nest_id, "debate_id": debate.debate_id, "question": debate.question,
-         "rounds": debate.rounds, "judge": debate.judge, "verdict": debate.verdict, "winner": debate.winner,
-         "finals": dict(debate.finals), "verdict_msg_id": debate.verdict_msg_id, "turns": len(debate.turns)},
-    )
+    emit("debate.finished", _finished_payload(debate))
     won = f" The call goes to @{debate.winner}." if debate.winner else ""
     _say(debate, f"Debate {debate.debate_id} is closed: {debate.rounds} rounds, both final positions in, and the "
          f"judge has ruled.{won} Thanks, all.", refers_to=verdict.msg_id)
+
+
+def _finished_payload(debate: Debate, **extra: str) -> dict[str, Any]:
+    return {
+        "nest_id": debate.nest.nest_id, "debate_id": debate.debate_id, "question": debate.question,
+        "rounds": debate.rounds, "judge": debate.judge, "verdict": debate.verdict, "winner": debate.winner,
+        "finals": dict(debate.finals), "verdict_msg_id": debate.verdict_msg_id, "turns": len(debate.turns),
+        "status": debate.status, **extra,
+    }
+
+
+def stop_debate(
+    debate: Debate,
+    *,
+    why: str,
+    by: str,
+    refers_to: str = "",
+    invocation: Invocation | None = None,
+    grounded: str = "",
+) -> NestMessage:
+    """End a running debate early (locked by the caller, inside its transaction): every
+    turn still owed is closed, `grounded`'s (the crow that can no longer speak) as
+    escalated to the owner, the others' as met, since they owe nothing now; emits
+    `debate.finished` with status `stopped`, and the moderator (or the harness, when the
+    moderator is the one grounded) tells the room."""
+    from nests.actions.chat.expectations import close_expectation
+
+    debate.status = Debate.Status.STOPPED
+    debate.phase = Debate.Phase.DONE
+    debate.cued, debate.cue_msg_id = "", ""
+    debate.finished_at = timezone.now()
+    debate.save()
+    for exp in Expectation.objects.select_for_update().filter(debate=debate, status__in=Expectation.LIVE):
+        status = Expectation.Status.ESCALATED if exp.crow == grounded else Expectation.Status.MET
+        close_expectation(exp, status=status, reason=f"{debate.debate_id} stopped: {why}"[:300])
+    emit("debate.finished", _finished_payload(debate, reason=why, by=by))
+    turns = len(debate.turns)
+    text = (
+        f"Debate {debate.debate_id} is stopped after {turns} turn{'s' if turns != 1 else ''}: {why}. "
+        "Nobody owes it anything more; ask me for a new debate whenever you like."
+    )
+    if _can_moderate(debate.moderator):
+        return _say(debate, text, to=OWNER, refers_to=refers_to or debate.kickoff_msg_id, invocation=invocation)
+    from nests.actions.messages import post_message
+
+    return post_message(
+        debate.nest.nest_id, author=HARNESS, text=text, kind="say", to=OWNER,
+        refers_to=refers_to or debate.kickoff_msg_id, tagged_by="header",
+    )
+
+
+def _can_moderate(name: str) -> bool:
+    crow = Crow.objects.filter(name=name).first()
+    return crow is not None and crow.status == Crow.Status.ACTIVE
+
+
+def stop_on_owners_word(inv: Invocation, boss: Crow) -> NestMessage | str:
+    """The owner told Boss to stop the room's debate. A str is Boss's answer when there
+    is none to stop."""
+    from nests.actions.chat.claims import mark_answered
+
+    with transaction.atomic():
+        lock_event_log()
+        debate = running_debate(inv.nest, lock=True)
+        if debate is None:
+            return "No debate is running in this room."
+        mark_answered(inv.trigger)
+        return stop_debate(
+            debate, why="the owner stopped it", by=OWNER, refers_to=inv.trigger.msg_id, invocation=inv,
+        )
+
+
+def stop_for_grounded(crow: str, why: str, *, nest: Nest | None = None) -> list[NestMessage]:
+    """A crow can no longer speak (`why`: "was quarantined", "was retired", "left the
+    room"): every running debate it takes part in (in `nest`, or anywhere) stops. Call
+    inside the transaction that grounded it."""
+    rows = Debate.objects.select_for_update().filter(status=Debate.Status.RUNNING)
+    if nest is not None:
+        rows = rows.filter(nest=nest)
+    said = []
+    for debate in rows.order_by("id"):
+        if crow in (*debate.crows, debate.judge, debate.moderator):
+            role = "the moderator" if crow == debate.moderator else "the judge" if crow == debate.judge else "a debater"
+            said.append(stop_debate(debate, why=f"{crow}, {role}, {why}", by="harness", grounded=crow))
+    return said
 
 
 def _out_of_turn(debate: Debate, message: NestMessage) -> None:

@@ -186,6 +186,11 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
         boss = queries.boss()
         if boss is not None and _active(boss.name):
             return Decision(boss.name, "debate", "say")
+    if author == OWNER and debates.is_stop_order(message.text) and debates.running_debate(nest) is not None:
+        # "Stop the debate": the moderator ends it, whoever the owner addressed.
+        boss = queries.boss()
+        if boss is not None and _active(boss.name):
+            return Decision(boss.name, "debate_stop", "say")
     if author in HARNESS_AUTHORS:
         if kind == "nudge" and message.to and _active(message.to):
             from nests.actions.chat.expectations import expect_for_nudge
