@@ -220,3 +220,20 @@ def test_the_moderator_quarantined_stops_its_debate_and_the_harness_says_so(aren
     assert debate.status == "stopped"
     said = NestMessage.objects.filter(nest=arena).order_by("-n").first()
     assert said.author == "harness" and "Boss, the moderator, was quarantined" in said.text
+
+
+def test_the_owners_question_to_a_cued_debater_gets_its_own_answer_not_its_turn(arena):
+    from flock import worker
+    from nests.models import Invocation
+
+    post_message("arena", author="owner", text=ORDER)
+    debate = _until_cued("Hugin")
+    asked = post_message("arena", author="owner", text="@Hugin quick, what is your view on remote work?")
+    run_crows()
+    answer = Invocation.objects.get(trigger=asked).reply
+    debate.refresh_from_db()
+    assert debate.status == "finished"
+    assert answer is not None and answer.msg_id not in [t["msg_id"] for t in debate.turns]
+    hugin_turns = [t["msg_id"] for t in debate.turns if t["crow"] == "Hugin" and t["round"]]
+    assert {Invocation.objects.get(reply__msg_id=m).reason for m in hugin_turns} == {"debate"}
+    assert worker.run_pending() == 0

@@ -622,6 +622,10 @@ def after_post(message: NestMessage, *, invocation: Invocation | None) -> None:
             # A slow brain's answer to being nudged for speaking out of turn, arriving after
             # the moderator cued it: its turn is its answer to the cue, still to come.
             return
+        if invocation is not None and invocation.reason not in ("debate", "nudge"):
+            # Its answer to something else (the owner asked it a question mid-debate): an
+            # answer to that, not its turn, which is its answer to the cue.
+            return
         _advance(debate, message)
         return
     if invocation is not None and invocation.reason in ("nudge", "debate"):
