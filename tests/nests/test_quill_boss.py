@@ -174,6 +174,35 @@ def test_boss_reads_the_owners_orders(text, order):
     assert parse_order(text) == order
 
 
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("@Boss hatch a crow named Wrén who is good at writing", "Can't hatch “Wrén”: a crow's name is"),
+        ("@Boss hatch a crow named " + "A" * 41 + " who is good at data", "Can't hatch “" + "A" * 41),
+        ("@Boss hatch a crow named Robert'); DROP TABLE crows;-- who is good at data", "Can't hatch “Robert')”"),
+        ("@Boss hatch a crow named 9lives", "Can't hatch “9lives”"),
+        ("@Boss hatch a crow named Xan who is good at data using gpt-4o", "Which provider serves gpt-4o?"),
+        ("@Boss switch Hugin to gpt-4o", "Say “switch Hugin to openai:gpt-4o”"),
+        ("@Boss please hatch two crows named Tic and Tac", "One crow at a time"),
+        ("@Boss make a nest called Empty", "Which crows should be in it?"),
+        ("@Boss hatch a crow", "Name it and say what it is good at"),
+    ],
+)
+def test_boss_says_what_it_cannot_carry_out_as_given_and_changes_nothing(db, capture_events, text, words):
+    with capture_events() as events:
+        post_message("todo", author="owner", text=text)
+        run_crows()
+    assert events.named("crow.hatched") == [] and events.named("crow.updated") == []
+    assert events.named("nest.created") == []
+    reply = last("todo", "Boss")
+    assert words in reply.text and "delivered" not in reply.text, reply.text
+    assert not NestMessage.objects.filter(author="Boss", kind="deliver").exists()
+
+
+def test_a_quoted_name_is_the_name(db):
+    assert parse_order("@Boss hatch a crow named “Wren” who is good at data") == Order("hatch", "Wren", strength="data")
+
+
 def test_boss_hatches_a_crow_on_the_owners_word(db, client, capture_events):
     with capture_events() as events:
         post_message("todo", author="owner", text="@Boss hatch a crow named Wren who is good at data")

@@ -56,20 +56,47 @@ SWITCH_RE = re.compile(
     re.IGNORECASE,
 )
 LIST_SPLIT_RE = re.compile(r"\s*(?:,|\band\b|&|\+)\s*", re.IGNORECASE)
+# What follows "named"/"called", whole: a name the NAME pattern only partly matched
+# ("Wrén", "9lives", a 41-letter name, "Robert');") is refused, never cut down.
+NAMED_TOKEN_RE = re.compile(r"\b(?:named|called)\s+@?(?P<token>\S+)", re.IGNORECASE)
+NAME_RULE = "a crow's name is 1 to 40 letters, digits, _ or -, starting with a letter (A to Z)"
+# An order to hatch that names no crow, or several at once.
+HATCH_INTENT_RE = re.compile(
+    r"\b(?:hatch|spin\s+up)\b|\b(?:create|make|add)\s+(?:a|an|another|one|two|three|some|\d+)?\s*(?:new\s+)?(?:crows?|birds?)\b",
+    re.IGNORECASE,
+)
+SEVERAL_RE = re.compile(r"\b(?:two|three|four|five|several|some|\d+)\s+(?:new\s+)?(?:crows|birds)\b|\bcrows\s+(?:named|called)\b", re.IGNORECASE)
+NEST_WORD_RE = re.compile(r"\b(?:nest|room)\s+(?:named|called)\b", re.IGNORECASE)
+# A model named without its provider ("using gpt-4o", "switch Hugin to gpt-4o").
+BARE_MODEL = r"(?P<bare>[A-Za-z][\w.-]*\d[\w.-]*)(?![\w:])"
+BARE_MODEL_RE = re.compile(rf"\b(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?{BARE_MODEL}", re.IGNORECASE)
+SWITCH_BARE_RE = re.compile(
+    rf"\b(?:switch|move|put|change|set|run)\s+{NAME}(?:'s\s+(?:model|brain))?\s+(?:to|on|onto)\s+(?:the\s+)?(?:model\s+|brain\s+)?{BARE_MODEL}",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
 class Order:
-    verb: str  # hatch | model | nest | retire
+    verb: str  # hatch | model | nest | retire | ask (an order Boss cannot carry out as given)
     name: str
     strength: str = ""
     model: str = ""
     crows: tuple[str, ...] = ()
+    # For `ask`: Boss's answer, what to say instead; never a pretend success from its brain.
+    say: str = ""
+
+
+def _whole_name(words: str, match: re.Match[str]) -> str | None:
+    """The name as the owner wrote it, when the NAME pattern took only part of it."""
+    whole = words[match.start("name"):].split(maxsplit=1)[0].rstrip(".,!?;:")
+    return whole if whole.lower() != match.group("name").lower() else None
 
 
 def parse_order(text: str) -> Order | None:
     """The owner's order to Boss, or None when the message is not one."""
-    words = " ".join(text.split())
+    # A name in double quotes ("named “Wren”") is the name.
+    words = " ".join(text.replace("“", " ").replace("”", " ").replace('"', " ").split())
     m = NEST_RE.search(words)
     if m:
         crows = tuple(c.strip().lstrip("@").strip() for c in LIST_SPLIT_RE.split(m.group("crows")) if c.strip())
@@ -77,18 +104,49 @@ def parse_order(text: str) -> Order | None:
     m = SWITCH_RE.search(words)
     if m:
         return Order("model", m.group("name"), model=m.group("model"))
+    m = SWITCH_BARE_RE.search(words)
+    if m:
+        bare = m.group("bare")
+        return Order("ask", m.group("name"), say=(
+            f"Which provider serves {bare}? Say “switch {m.group('name')} to openai:{bare}” "
+            f"(or anthropic:{bare}): a model is provider:model."
+        ))
+    if NEST_WORD_RE.search(words):
+        return Order("ask", "", say=(
+            "Which crows should be in it? Say “make a nest called Launch with Hugin and Pepper”."
+        ))
+    if SEVERAL_RE.search(words) and HATCH_INTENT_RE.search(words):
+        return Order("ask", "", say=(
+            "One crow at a time: “hatch a crow named Wren who is good at writing”, then the next."
+        ))
     m = HATCH_RE.search(words)
     if m:
+        whole = _whole_name(words, m)
+        if whole is not None:
+            return Order("ask", whole, say=f"Can't hatch “{whole[:60]}”: {NAME_RULE}.")
         rest = words[m.end():]
         s = STRENGTH_RE.search(rest)
         strength = ""
         if s:
             strength = (s.group("strength") or s.group("purpose") or "").strip()
         model = MODEL_RE.search(rest)
+        bare = BARE_MODEL_RE.search(rest) if model is None else None
+        if bare is not None:
+            return Order("ask", m.group("name"), say=(
+                f"Which provider serves {bare.group('bare')}? Say “… using openai:{bare.group('bare')}” "
+                f"(or anthropic:{bare.group('bare')}): a model is provider:model."
+            ))
         return Order("hatch", m.group("name"), strength=strength, model=model.group("model") if model else "")
     m = RETIRE_RE.search(words)
     if m:
         return Order("retire", m.group("name"))
+    if HATCH_INTENT_RE.search(words):
+        named = NAMED_TOKEN_RE.search(words)
+        if named is not None:
+            return Order("ask", named.group("token"), say=f"Can't hatch “{named.group('token')[:60]}”: {NAME_RULE}.")
+        return Order("ask", "", say=(
+            "Name it and say what it is good at: “hatch a crow named Wren who is good at writing”."
+        ))
     return None
 
 
@@ -215,6 +273,8 @@ def handle(inv: Invocation, boss: Crow) -> object:
             said = _change_model(order, boss, inv)
         elif order.verb == "nest":
             said = _nest(order, boss)
+        elif order.verb == "ask":
+            said = order.say
         else:
             said = _retire(order, boss, inv)
     except CrowsError as refusal:
