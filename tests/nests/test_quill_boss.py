@@ -147,6 +147,26 @@ def test_quill_relays_an_owner_request_into_a_nest_and_carries_the_result_back(l
     assert set(Invocation.objects.values_list("crow", flat=True)) == {"Quill", "Inky"}
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Ask the ops nest to draft the incident report for the outage",
+        "In the ops nest, check the backup logs for errors",
+        "Relay to ops: please draft the incident report",
+    ],
+)
+@pytest.mark.parametrize("kind", [None, "say", "request"])
+def test_an_unaddressed_relay_from_another_room_goes_to_quill_whatever_jev_read(launch, text, kind):
+    create_nest("Ops", crows=["Rook", "Pepper"])
+    asked = post_message("launch", author="owner", text=text, kind=kind)
+    assert Invocation.objects.get(trigger=asked).crow == "Quill"
+    run_crows()
+    relayed = NestMessage.objects.get(nest__nest_id="ops", author="Quill", kind="request")
+    assert ChatRequest.objects.get(message=relayed).relayed_from == asked.msg_id
+    said = [m.text for m in NestMessage.objects.filter(nest__nest_id="launch", author="Quill").order_by("n")]
+    assert said[0].startswith("Relayed to Ops as ") and said[-1].startswith("From Ops: @")
+
+
 def test_quill_says_so_when_the_nest_does_not_exist(launch):
     post_message("dm-quill", author="owner", text="ask the moon nest to draft the tweet", kind="request")
     run_crows()

@@ -238,9 +238,11 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
             if not _active(addressed):
                 return None
             return Decision(addressed, "addressed", "claim" if kind == "request" else "say")
-        if author == OWNER and is_status_question(message.text):
+        if author == OWNER and (is_status_question(message.text) or _asks_for_a_relay(message)):
             # "What's happening?" is Quill's to answer from the rooms, whatever Jev tagged
-            # it: routed as a request, a crow would take the question for work.
+            # it: routed as a request, a crow would take the question for work. So is
+            # "ask the ops nest to …": a crow here would do, in this room, what the owner
+            # wanted done in another (docs/CHATROOM.md, "Quill and Boss").
             quill = queries.quill()
             if quill is not None:
                 return Decision(quill.name, "quill_default", "say")
@@ -278,6 +280,17 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
 
 def _max_chain() -> int:
     return max(1, settings.CROWS_EXCHANGES_PER_TURN)
+
+
+def _asks_for_a_relay(message: NestMessage) -> bool:
+    """The owner asks for work in another nest ("ask the ops nest to …", "relay to ops: …")."""
+    from nests.actions.chat.quill import parse_relay  # quill imports this module
+
+    relay = parse_relay(message.text)
+    if relay is None:
+        return False
+    target = queries.find_nest(relay[0])
+    return target is None or target.pk != message.nest_id
 
 
 def route_message(
