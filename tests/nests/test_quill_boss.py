@@ -322,3 +322,27 @@ def test_hatch_and_retire_guard_their_inputs(db):
 def test_the_new_events_are_listed_in_the_capabilities(client, db):
     capabilities = client.get("/api/state").json()["capabilities"]
     assert {"crow.hatched", "crow.retired", "nest.created", "nest.message"} <= set(capabilities)
+
+
+def test_quill_covers_only_the_nest_a_status_question_names(busy_launch):
+    create_nest("Ops", crows=["Rook", "Pepper"])
+    post_message("ops", author="owner", text="@Rook check the backup logs please", kind="request")
+    run_crows()
+    post_message("dm-quill", author="owner", text="what's going on in launch?")
+    run_crows()
+    text = last("dm-quill", "Quill").text
+    assert "Launch (launch):" in text and "Ops (ops)" not in text
+
+
+def test_quills_status_answer_mentions_the_running_debate(launch):
+    from flock import worker
+    from nests.models import Debate
+
+    post_message("launch", author="owner", text="@Hugin and @Munin, debate this: tabs or spaces? One round.")
+    while not Debate.objects.filter(cued="Hugin").exists():
+        assert worker.run_pending(max_tasks=1) == 1
+    asked = post_message("launch", author="owner", text="Hold on, what is happening here?")
+    while not NestMessage.objects.filter(author="Quill", refers_to=asked.msg_id).exists():
+        assert worker.run_pending(max_tasks=1) == 1
+    text = NestMessage.objects.get(author="Quill", refers_to=asked.msg_id).text
+    assert "Debate debate-1 (Hugin vs Munin)" in text and "round 1 of 1" in text and "Nothing is open" not in text

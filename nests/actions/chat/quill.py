@@ -56,7 +56,8 @@ RELAY_RES = (
 )
 # How Quill opens a request it carries for the owner; a crow's brain is given the words after it.
 RELAY_PREAMBLE_RE = re.compile(r"^@[\w-]+,\s+(?:from|for)\s+@owner:\s*", re.IGNORECASE)
-NEST_WORD_RE = re.compile(r"\b(?:in|on|at|for|of)\s+(?:the\s+)?(?P<nest>[\w-]+)(?:\s+nest)?\b", re.IGNORECASE)
+# A lookahead, so overlapping candidates are all tried: "going on in ops" offers "in", then "ops".
+NEST_WORD_RE = re.compile(r"(?=\b(?:in|on|at|for|of)\s+(?:the\s+)?(?P<nest>[\w-]+))", re.IGNORECASE)
 
 
 def task_words(text: str) -> str:
@@ -122,15 +123,40 @@ def summarise_nest(nest: Nest, *, asking: str = "") -> tuple[list[str], list[str
     return lines, list(dict.fromkeys(still_open))
 
 
+def debate_line(nest: Nest) -> str:
+    """The room's running debate, if any, in one line for a status answer."""
+    from nests.actions.chat.debates import running_debate
+
+    debate = running_debate(nest)
+    if debate is None:
+        return ""
+    where = {
+        "arguing": f"round {debate.round} of {debate.rounds}",
+        "final": "final positions",
+        "judging": f"@{debate.judge} judging",
+    }.get(debate.phase, debate.phase)
+    waiting = f", waiting on @{debate.cued}" if debate.cued else ""
+    return (
+        f"- Debate {debate.debate_id} ({' vs '.join(debate.crows)}) on “{_gist(debate.question)}”: "
+        f"{where}{waiting}; say “stop the debate” to end it."
+    )
+
+
 def status_text(nests: list[Nest], *, asking: str = "") -> str:
     blocks = []
     for nest in nests:
         lines, still_open = summarise_nest(nest, asking=asking)
+        debate = debate_line(nest)
+        if debate:
+            lines = [debate, *lines]
         if not lines:
             count = NestMessage.objects.filter(nest=nest).count()
             blocks.append(f"{nest.name} ({nest.nest_id}): no requests yet, {count} messages.")
             continue
-        tail = f"Still open: {', '.join(still_open)}." if still_open else "Nothing is open."
+        if still_open:
+            tail = f"Still open: {', '.join(still_open)}."
+        else:
+            tail = "A debate is running; no request is open." if debate else "Nothing is open."
         blocks.append("\n".join([f"{nest.name} ({nest.nest_id}):", *lines, tail]))
     if not blocks:
         return "No nests have any requests yet."
