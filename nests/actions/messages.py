@@ -224,6 +224,7 @@ def check_message(
     on_behalf_of: str = "",
     relayed_from: str = "",
     finding: sentry.Finding | None = None,
+    fixed_kind: bool = False,
 ) -> CheckedMessage:
     """Every check a post must pass before it is stored, its rate admitted and its kind
     tagged; BadInput/NotFound/RateLimited otherwise (see post_message for the fields)."""
@@ -275,7 +276,12 @@ def check_message(
         tag = Tag(MessageKind.SAY, "header", None)
     elif not harness:
         admit_post(poster_key(owner=True) if author == OWNER else poster_key(crow=author), kind="nest")
-        tag = tag_kind(jev_text, header, kinds=OWNER_KINDS if author == OWNER else CROW_KINDS)
+        if fixed_kind:
+            # The harness worded it for a crow (Boss's and Quill's fixed answers): the header
+            # says what it is, and Jev's reading of the words ("Can't do that: …") does not.
+            tag = Tag(header or MessageKind.SAY, "header", None)
+        else:
+            tag = tag_kind(jev_text, header, kinds=OWNER_KINDS if author == OWNER else CROW_KINDS)
     else:
         tag = Tag(header or MessageKind.SAY, tagged_by or "header", None)
     request_facts = _request_facts(body) if tag.kind == MessageKind.REQUEST else None
@@ -463,6 +469,7 @@ def post_message(
     on_behalf_of: str = "",
     relayed_from: str = "",
     finding: sentry.Finding | None = None,
+    fixed_kind: bool = False,
 ) -> NestMessage:
     """Validate, rate-limit, tag and store one message numbered `<nest_id>-<n>`, emit
     `nest.message`, and let dispatch invoke the one crow it calls for (if any).
@@ -475,10 +482,13 @@ def post_message(
     instead of a 409. `on_behalf_of`/`relayed_from` are for Quill carrying the owner's
     request: the request goes back to the owner, and the room's turn is granted as if
     the owner had spoken. `finding` is the Sentry's reading of a brain's reply before it
-    was posted: the reply is stored verbatim as a `say` (the evidence) and flagged."""
+    was posted: the reply is stored verbatim as a `say` (the evidence) and flagged.
+    `fixed_kind`: the poster's header is the kind, Jev is not asked (the harness's fixed
+    answers on Boss's and Quill's behalf)."""
     return store_message(
         check_message(
             nest_id, author=author, text=text, to=to, kind=kind, refers_to=refers_to, tagged_by=tagged_by,
             invocation=invocation, on_behalf_of=on_behalf_of, relayed_from=relayed_from, finding=finding,
+            fixed_kind=fixed_kind,
         )
     )

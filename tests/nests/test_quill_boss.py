@@ -346,3 +346,13 @@ def test_quills_status_answer_mentions_the_running_debate(launch):
         assert worker.run_pending(max_tasks=1) == 1
     text = NestMessage.objects.get(author="Quill", refers_to=asked.msg_id).text
     assert "Debate debate-1 (Hugin vs Munin)" in text and "round 1 of 1" in text and "Nothing is open" not in text
+
+
+def test_boss_and_quills_fixed_answers_are_the_kind_their_header_says_whatever_jev_reads(db, fake_jev):
+    # Jev would read "Can't do that: …" as a delivery; Boss's answer is an [ACK], a say.
+    fake_jev.kinds = {"can't do that": "deliver", "name it": "decline"}
+    post_message("todo", author="owner", text="@Boss retire Quill")
+    post_message("todo", author="owner", text="@Boss hatch a crow")
+    run_crows()
+    answers = NestMessage.objects.filter(author="Boss").order_by("n")
+    assert [(m.kind, m.tagged_by) for m in answers] == [("say", "header"), ("say", "header")]

@@ -252,12 +252,14 @@ def handle(inv: Invocation, boss: Crow) -> object:
         started = debates.start_debate(inv, boss)
         if isinstance(started, str):
             return Reply(text=f"[ACK {trigger.msg_id}] {_opener(boss, trigger.msg_id)} Can't start it: {started}",
-                         refers_to=trigger.msg_id, to=OWNER, closes=True)
+                         refers_to=trigger.msg_id, to=OWNER, closes=True, fixed=True)
         return started
     if inv.reason == "debate_stop":
         stopped = debates.stop_on_owners_word(inv, boss)
         if isinstance(stopped, str):
-            return Reply(text=f"[ACK {trigger.msg_id}] {stopped}", refers_to=trigger.msg_id, to=OWNER, closes=True)
+            return Reply(
+                text=f"[ACK {trigger.msg_id}] {stopped}", refers_to=trigger.msg_id, to=OWNER, closes=True, fixed=True
+            )
         return stopped
     if inv.reason == "nudge":
         return debates.recue(inv, boss)
@@ -284,4 +286,5 @@ def handle(inv: Invocation, boss: Crow) -> object:
         refers_to=trigger.msg_id,
         to=OWNER,
         closes=True,
+        fixed=True,
     )

@@ -275,7 +275,7 @@ def handle(inv: Invocation, crow: Crow) -> object:
         routed = _route(inv, crow)
         if isinstance(routed, (NestMessage, Skip)):
             return routed
-        return Reply(text=f"[ACK {trigger.msg_id}] {routed}", refers_to=trigger.msg_id, to=OWNER)
+        return Reply(text=f"[ACK {trigger.msg_id}] {routed}", refers_to=trigger.msg_id, to=OWNER, fixed=True)
     if trigger.author != OWNER:
         return None
     if is_status_question(trigger.text):
@@ -285,9 +285,10 @@ def handle(inv: Invocation, crow: Crow) -> object:
             refers_to=trigger.msg_id,
             to=OWNER,
             closes=True,
+            fixed=True,
         )
     relay = parse_relay(trigger.text)
     if relay is not None:
         _, said = _relay(inv, crow, *relay)
-        return Reply(text=f"[ACK {trigger.msg_id}] {said}", refers_to=trigger.msg_id, to=OWNER)
+        return Reply(text=f"[ACK {trigger.msg_id}] {said}", refers_to=trigger.msg_id, to=OWNER, fixed=True)
     return None

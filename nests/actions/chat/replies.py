@@ -30,6 +30,10 @@ class Reply:
     # The handler did what the message asked: a request it answers is closed as delivered,
     # whatever kind Jev gives the reply.
     closes: bool = False
+    # Worded by the harness from the database (Boss's and Quill's fixed answers): its kind is
+    # its header's (`[ACK …]` is a say), not Jev's reading of the words, so a refusal such
+    # as "Can't do that: …" is never read as a delivery.
+    fixed: bool = False
 
 
 @dataclass
@@ -53,6 +57,7 @@ def post_reply(inv: Invocation, crow: Crow, reply: Reply, finding: Finding | Non
         on_behalf_of=reply.on_behalf_of,
         relayed_from=reply.relayed_from,
         finding=finding,
+        fixed_kind=reply.fixed,
     )
 
 
