@@ -1,3 +1,5 @@
+import logging
+
 from django.apps import AppConfig
 
 
@@ -25,6 +27,18 @@ def _check_default_brain() -> None:
         check_brain_spec(settings.CROWS_BRAIN)
     except BrainSpecError as exc:
         raise ImproperlyConfigured(f"CROWS_BRAIN: {exc}") from None
+    provider = str(settings.CROWS_BRAIN or "").strip().split(":", 1)[0].lower()
+    if provider in ("openai", "anthropic"):
+        from flock.brains.config import provider_config
+
+        config = provider_config(provider)
+        if not config.api_key:
+            # Not fatal (the key may come later, per crow models may differ), but every call
+            # of the default brain fails until it does: say so once, where the owner looks.
+            logging.getLogger("crows.brains").warning(
+                "CROWS_BRAIN=%s but no API key is set (%s): every call of the default brain will fail",
+                settings.CROWS_BRAIN, config.key_sources,
+            )
 
 
 class FlockConfig(AppConfig):

@@ -140,3 +140,14 @@ def test_a_redis_password_stays_out_of_the_start_up_line(tmp_path):
     result = start_the_server(env)
     assert result.returncode == 0, result.stderr
     assert "hunter2" not in result.stderr and "redis://:***@127.0.0.1:" in result.stderr
+
+
+def test_a_real_default_brain_without_a_key_is_said_at_start_up_and_does_not_stop_it(tmp_path):
+    env = base_env(CROWS_DATA_DIR=str(tmp_path), CROWS_BRAIN="openai:gpt-test")
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("CROWS_OPENAI_API_KEY", None)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert "CROWS_BRAIN=openai:gpt-test but no API key is set (CROWS_OPENAI_API_KEY or OPENAI_API_KEY)" in result.stderr

@@ -236,6 +236,9 @@ class _ProviderBrain:
         return f"{self.provider} brain ({self.model} at {host})"
 
     def _fail(self, started: float, error: str) -> BrainReply:
+        # The flight log and the room say it too; the server's log is where an operator
+        # looks first when every crow goes quiet.
+        log.warning("%s", error)
         return BrainReply.failed(
             error.rstrip(".") + ".",
             provider=self.provider,
