@@ -33,6 +33,7 @@ def crow_out(c: Crow) -> CrowOut:
         status=c.status,
         model=c.brain_spec,
         task_types=c.task_types,
+        pinned=bool(c.model),
     )
 
 

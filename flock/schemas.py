@@ -137,6 +137,9 @@ class CrowOut(Schema):
     status: str
     model: str
     task_types: list[str]
+    # An extension (docs/API.md): the crow has a model of its own; false when `model` is
+    # the default brain (CROWS_BRAIN), which it follows when that changes.
+    pinned: bool = False
 
 
 class FlightlogRowOut(Schema):

@@ -254,6 +254,17 @@ def test_patch_crow_changes_the_model_through_update_crow(capture_events):
     assert response.status_code == 400
     response = client.patch("/api/crows/Pepper", json.dumps({"model": ""}), content_type="application/json")
     assert response.status_code == 200 and Crow.objects.get(name="Pepper").model == ""
+    assert response.json()["pinned"] is False
+
+
+def test_a_crow_pinned_to_the_default_model_says_so(settings):
+    settings.CROWS_BRAIN = "mock"
+    client = Client()
+    response = client.patch("/api/crows/Quill", json.dumps({"model": "mock"}), content_type="application/json")
+    assert response.json()["model"] == "mock" and response.json()["pinned"] is True
+    crows = {c["name"]: c for c in client.get("/api/crows").json()}
+    assert (crows["Quill"]["model"], crows["Quill"]["pinned"]) == ("mock", True)
+    assert (crows["Boss"]["model"], crows["Boss"]["pinned"]) == ("mock", False)
 
 
 def test_test_connection_reports_latency_or_the_providers_error(settings):

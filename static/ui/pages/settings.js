@@ -32,7 +32,10 @@ async function test(body, el, button, note = "") {
 
 function row(crow, defaultBrain) {
   const id = `model-${crow.name}`;
-  const input = h("input", { id, value: crow.model === defaultBrain ? "" : crow.model, placeholder: `default (${defaultBrain})`,
+  // A crow pinned to the same model as the default still shows it: it keeps that model
+  // when CROWS_BRAIN changes (`pinned`; older servers without it: compare the specs).
+  const pinned = crow.pinned ?? crow.model !== defaultBrain;
+  const input = h("input", { id, value: pinned ? crow.model : "", placeholder: `default (${defaultBrain})`,
     size: 26, spellcheck: "false", autocomplete: "off" });
   const error = h("p", { class: "form-error", role: "alert", hidden: true });
   const result = h("span", { class: "test-result", role: "status" });
@@ -49,6 +52,7 @@ function row(crow, defaultBrain) {
       toast(`${crow.name} now thinks with ${updated.model}.`, "good");
       result.textContent = "";
       crow.model = updated.model;
+      crow.pinned = updated.pinned ?? Boolean(input.value.trim());
     } catch (err) {
       error.textContent = messageOf(err);
       error.hidden = false;
@@ -62,7 +66,7 @@ function row(crow, defaultBrain) {
   testButton.addEventListener("click", () => {
     error.hidden = true;
     const typed = input.value.trim();
-    const saved = crow.model === defaultBrain ? "" : crow.model;
+    const saved = (crow.pinned ?? crow.model !== defaultBrain) ? crow.model : "";
     if (typed === saved) return test({ crow: crow.name }, result, testButton);
     return test(typed ? { model: typed } : {}, result, testButton, typed ? "not saved yet" : "the default brain, not saved yet");
   });
