@@ -107,10 +107,11 @@ PROMPT_LOG_MAX_CHARS = 20000
 CROW_NAME_RE = re.compile(r"^[A-Z][A-Za-z0-9_-]{0,39}$")
 RESERVED_NAMES = frozenset({"owner", "harness", "flock", "sentry", "elder", "all", "everyone"})
 # `mock` alone, every other provider with its model: a bare `openai` names no brain.
-MODEL_SPEC_RE = re.compile(r"^(?:mock(?::[\w.:/-]{1,100})?|(?:openai|anthropic|script):[\w.:/-]{1,100})$")
+# "@" for Vertex-style model versions ("anthropic:claude-sonnet-4@20250514").
+MODEL_SPEC_RE = re.compile(r"^(?:mock(?::[\w.:/@-]{1,100})?|(?:openai|anthropic|script):[\w.:/@-]{1,100})$")
 MODEL_SPEC_WORDS = (
     "mock, openai:<model>, anthropic:<model> or script:<path>, the part after the colon 1–100 letters, "
-    "digits or . _ : / -"
+    "digits or . _ : / @ -"
 )
 STRENGTH_MAX = 200
 # Roles that keep the flock running; Boss may not retire them.

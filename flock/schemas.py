@@ -176,7 +176,7 @@ def errors(*statuses: int, write: bool = False) -> dict[int, type[Schema]]:
 # with its model (`openai:<model>`, `script:<path>`). A spec valid by the document is never
 # refused for its shape; only a script file that is missing or broken is (docs/API.md,
 # "Rules no schema states"). tests/api/test_api_bounds.py holds the two to agreeing.
-MODEL_SPEC = r"mock(?::[\w.:/-]{1,100})?|(?:openai|anthropic|script):[\w.:/-]{1,100}"
+MODEL_SPEC = r"mock(?::[\w.:/@-]{1,100})?|(?:openai|anthropic|script):[\w.:/@-]{1,100}"
 
 
 def model_spec_pattern(*, blank: bool) -> str:

@@ -246,6 +246,9 @@ def test_patch_crow_changes_the_model_through_update_crow(capture_events):
     (updated,) = events.named("crow.updated")
     assert updated["crow"] == "Pepper" and updated["changes"] == {"model": "openai:gpt-4o-mini"}
     assert updated["by"] == "owner"
+    response = client.patch("/api/crows/Pepper", json.dumps({"model": "anthropic:claude-sonnet-4@20250514"}),
+                            content_type="application/json")
+    assert response.status_code == 200 and response.json()["model"] == "anthropic:claude-sonnet-4@20250514"
     response = client.patch("/api/crows/Pepper", json.dumps({"model": "gpt 4"}), content_type="application/json")
     assert response.status_code == 400 and "model must be" in response.json()["message"]
     response = client.patch("/api/crows/Nobody", json.dumps({"model": "mock"}), content_type="application/json")
