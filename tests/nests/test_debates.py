@@ -123,6 +123,8 @@ def test_the_debate_events_are_listed_in_the_capabilities(client, db):
          "whether we ship Friday or Monday", ["Munin", "Hugin"], "Pepper", 3),
         ("have them argue: is a monorepo better than many repos?", "is a monorepo better than many repos?",
          ["Hugin", "Munin"], "Pepper", 2),
+        ("@Boss debate this: tabs or spaces? @Hugin and @Munin argue, Pepper judges, two rounds",
+         "tabs or spaces?", ["Hugin", "Munin"], "Pepper", 2),
     ],
 )
 def test_the_owner_order_is_read_for_crows_judge_rounds_and_question(arena, order, question, crows, judge, rounds):

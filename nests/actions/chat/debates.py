@@ -148,6 +148,8 @@ def _question(text: str, nest: Nest, trigger: NestMessage, *, names: list[str]) 
     while tokens and tokens[0].lower().strip(",:;.-—") in LEAD_FILLER:
         tokens.pop(0)
     words = " ".join(tokens)
+    # "… @Inky and @Soot argue, Rook judges": the order's verb, left at a clause's end.
+    words = re.sub(r"(?:\band\s+)?\b(?:argue|debate|discuss)\s*(?=[,:;.]|$)", " ", words, flags=re.IGNORECASE)
     words = re.sub(r"\b(?:and|vs\.?|versus)\s*(?=[,:.]|$)", " ", words)
     words = " ".join(words.replace(" ,", ",").split()).strip(" ,:;.-—")
     if len(words.split()) >= 3:
