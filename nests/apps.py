@@ -37,3 +37,8 @@ class NestsConfig(AppConfig):
         from nests.actions.chat.orchestration import score_owner_model_change
 
         on_crow_updated(score_owner_model_change)
+        # A debate cannot go on without its debaters, judge or moderator (docs/GOVERNANCE.md).
+        from flock.actions import on_crow_grounded
+        from nests.actions.chat.debates import stop_for_grounded
+
+        on_crow_grounded(stop_for_grounded)

@@ -192,24 +192,42 @@ def test_a_debater_who_can_no_longer_speak_stops_the_debate_and_nobody_else_is_b
     from trust.actions import quarantine_crow
 
     post_message("arena", author="owner", text=ORDER)
-    debate = _until_cued("Hugin")
+    debate = _until_cued("Hugin")  # Hugin owes its turn
     with capture_events() as events:
         if how == "quarantined":
-            quarantine_crow("Munin", breach="owner_report", evidence="by hand", by="admin:smokey")
+            quarantine_crow("Hugin", breach="owner_report", evidence="by hand", by="admin:smokey")
         elif how == "retired":
-            retire_crow("Munin", retired_by="owner")
+            retire_crow("Hugin", retired_by="owner")
         else:
-            remove_nest_member("arena", "Munin", by="owner")
+            remove_nest_member("arena", "Hugin", by="owner")
     debate.refresh_from_db()
     assert debate.status == "stopped"
     (finished,) = events.named("debate.finished")
-    assert finished["reason"].startswith("Munin, a debater, ") and how in finished["reason"]
+    assert finished["reason"] == f"Hugin, a debater, {'was ' if how != 'left the room' else ''}{how}"
     said = NestMessage.objects.filter(nest=arena).order_by("-n").first()
     assert (said.author, said.to) == ("Boss", "owner") and "is stopped" in said.text
     closed = dict(Expectation.objects.filter(debate=debate).values_list("crow", "status"))
-    assert closed.get("Boss") == "met" and closed.get("Hugin") == "met"
-    run_crows()  # Hugin's queued turn lands on a stopped debate: not counted, nothing nudged
+    # Only a quarantined crow's owed turn goes to the owner as not kept.
+    assert closed == {"Boss": "met", "Hugin": "escalated" if how == "quarantined" else "met"}
+    run_crows()  # Hugin's queued turn, if it still runs, lands on a stopped debate
     assert Debate.objects.get().turns == [] and not NestMessage.objects.filter(kind="nudge").exists()
+
+
+@pytest.mark.parametrize("text", ["@Boss stop the debate about Go, please", "end the debate on billing now"])
+def test_stop_the_debate_about_something_stops_it_and_starts_none(arena, text):
+    post_message("arena", author="owner", text=ORDER)
+    _until_cued("Hugin")
+    post_message("arena", author="owner", text=text)
+    run_crows()
+    assert list(Debate.objects.values_list("status", flat=True)) == ["stopped"]
+
+
+def test_dont_stop_the_debate_is_not_a_stop(arena):
+    post_message("arena", author="owner", text=ORDER)
+    _until_cued("Hugin")
+    post_message("arena", author="owner", text="don't stop the debate yet, this is good")
+    run_crows()
+    assert Debate.objects.get().status == "finished"
 
 
 def test_the_moderator_quarantined_stops_its_debate_and_the_harness_says_so(arena):

@@ -148,14 +148,14 @@ def test_quill_relays_an_owner_request_into_a_nest_and_carries_the_result_back(l
 
 
 @pytest.mark.parametrize(
-    "text",
+    "text, kind",
     [
-        "Ask the ops nest to draft the incident report for the outage",
-        "In the ops nest, check the backup logs for errors",
-        "Relay to ops: please draft the incident report",
+        *[(text, kind) for text in ("Ask the ops nest to draft the incident report for the outage",
+                                    "Relay to ops: please draft the incident report")
+          for kind in (None, "say", "request")],
+        ("In the ops nest, check the backup logs for errors", "request"),
     ],
 )
-@pytest.mark.parametrize("kind", [None, "say", "request"])
 def test_an_unaddressed_relay_from_another_room_goes_to_quill_whatever_jev_read(launch, text, kind):
     create_nest("Ops", crows=["Rook", "Pepper"])
     asked = post_message("launch", author="owner", text=text, kind=kind)
@@ -165,6 +165,19 @@ def test_an_unaddressed_relay_from_another_room_goes_to_quill_whatever_jev_read(
     assert ChatRequest.objects.get(message=relayed).relayed_from == asked.msg_id
     said = [m.text for m in NestMessage.objects.filter(nest__nest_id="launch", author="Quill").order_by("n")]
     assert said[0].startswith("Relayed to Ops as ") and said[-1].startswith("From Ops: @")
+
+
+@pytest.mark.parametrize(
+    "text, kind",
+    [("In the ops nest, Rook did great work today", "say"), ("tell the nest to wrap up soon", "request")],
+)
+def test_a_remark_about_another_nest_or_this_room_is_no_relay(launch, text, kind):
+    create_nest("Ops", crows=["Rook", "Pepper"])
+    asked = post_message("launch", author="owner", text=text, kind=kind)
+    invoked = Invocation.objects.filter(trigger=asked).first()
+    assert invoked is None or invoked.reason != "quill_default"
+    run_crows()
+    assert not NestMessage.objects.filter(nest__nest_id="ops", author="Quill").exists()
 
 
 def test_quill_says_so_when_the_nest_does_not_exist(launch):
@@ -217,6 +230,24 @@ def test_boss_says_what_it_cannot_carry_out_as_given_and_changes_nothing(db, cap
     reply = last("todo", "Boss")
     assert words in reply.text and "delivered" not in reply.text, reply.text
     assert not NestMessage.objects.filter(author="Boss", kind="deliver").exists()
+
+
+@pytest.mark.parametrize(
+    "text, order",
+    [
+        ("@Boss hatch a crow named Wren on anthropic:claude-sonnet-4@20250514 who is good at data",
+         Order("hatch", "Wren", strength="data", model="anthropic:claude-sonnet-4@20250514")),
+        ("@Boss hatch a crow named Kay who is good at running k8s clusters",
+         Order("hatch", "Kay", strength="running k8s clusters")),
+        ("@Boss hatch a crow named Kay who is good at working with s3 buckets",
+         Order("hatch", "Kay", strength="working with s3 buckets")),
+        ("@Boss hatch a crow named Ode who is good at verse using haiku forms",
+         Order("hatch", "Ode", strength="verse using haiku forms")),
+        ("@Boss move Rook to ops2", None),
+    ],
+)
+def test_boss_reads_versions_and_does_not_take_ordinary_words_for_models(text, order):
+    assert parse_order(text) == order
 
 
 def test_a_quoted_name_is_the_name(db):

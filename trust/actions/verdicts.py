@@ -241,7 +241,9 @@ def record_owner_verdict(
 
     Raises BadInput for a bad body and NotFound when nothing waits for this target
     (never asked, already answered, timed out, or lost a race to another answer). An
-    answer after the deadline records the timeout first, then gets the NotFound."""
+    answer after the deadline records the timeout first, then gets the NotFound: a caller
+    inside its own transaction must catch it there, or that timeout rolls back with it
+    (the API and the admin call this outside any)."""
     item_id, target, approve = _check_body(item_id, target, approve)
     reason = check_reason(reason)
     edited = check_edited_text(edited_text, target=target, approve=approve)

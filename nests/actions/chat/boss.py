@@ -41,7 +41,7 @@ STRENGTH_RE = re.compile(
     re.IGNORECASE,
 )
 MODEL_RE = re.compile(
-    r"\b(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?(?P<model>(?:mock|openai|anthropic|script)(?::[\w.:/-]+)?)",
+    r"\b(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?(?P<model>(?:mock|openai|anthropic|script)(?::[\w.:/@-]+)?)",
     re.IGNORECASE,
 )
 NEST_RE = re.compile(
@@ -52,7 +52,7 @@ NEST_RE = re.compile(
 RETIRE_RE = re.compile(rf"\bretire\s+{NAME}", re.IGNORECASE)
 SWITCH_RE = re.compile(
     rf"\b(?:switch|move|put|change|set|run)\s+{NAME}(?:'s\s+(?:model|brain))?\s+(?:to|on|onto)\s+(?:the\s+)?(?:model\s+|brain\s+)?"
-    r"(?P<model>(?:mock|openai|anthropic)(?::[\w.:/-]+)?)",
+    r"(?P<model>(?:mock|openai|anthropic)(?::[\w.:/@-]+)?)",
     re.IGNORECASE,
 )
 LIST_SPLIT_RE = re.compile(r"\s*(?:,|\band\b|&|\+)\s*", re.IGNORECASE)
@@ -67,8 +67,10 @@ HATCH_INTENT_RE = re.compile(
 )
 SEVERAL_RE = re.compile(r"\b(?:two|three|four|five|several|some|\d+)\s+(?:new\s+)?(?:crows|birds)\b|\bcrows\s+(?:named|called)\b", re.IGNORECASE)
 NEST_WORD_RE = re.compile(r"\b(?:nest|room)\s+(?:named|called)\b", re.IGNORECASE)
-# A model named without its provider ("using gpt-4o", "switch Hugin to gpt-4o").
-BARE_MODEL = r"(?P<bare>[A-Za-z][\w.-]*\d[\w.-]*)(?![\w:])"
+# A model named without its provider ("using gpt-4o", "switch Hugin to claude-sonnet-4"):
+# a known model family's name, so "running k8s clusters" or "move Rook to ops2" is not one.
+MODEL_FAMILIES = "gpt|o[1-9]|claude|llama|mistral|mixtral|gemini|gemma|qwen|deepseek"
+BARE_MODEL = rf"(?P<bare>(?:{MODEL_FAMILIES})(?:[-.:@]?[\w.@-]*)?)(?![\w:])"
 BARE_MODEL_RE = re.compile(rf"\b(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?{BARE_MODEL}", re.IGNORECASE)
 SWITCH_BARE_RE = re.compile(
     rf"\b(?:switch|move|put|change|set|run)\s+{NAME}(?:'s\s+(?:model|brain))?\s+(?:to|on|onto)\s+(?:the\s+)?(?:model\s+|brain\s+)?{BARE_MODEL}",

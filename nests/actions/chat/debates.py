@@ -83,8 +83,13 @@ def is_debate_order(text: str) -> bool:
     return bool(DEBATE_RE.search(text))
 
 
+NEGATED_RE = re.compile(r"\b(?:don'?t|do\s+not|never|not|no\s+need\s+to)\s+(?:\w+\s+){0,2}$", re.IGNORECASE)
+
+
 def is_stop_order(text: str) -> bool:
-    return bool(STOP_RE.search(text))
+    """ "Stop the debate", not "don't stop the debate yet"."""
+    m = STOP_RE.search(text)
+    return m is not None and not NEGATED_RE.search(text[: m.start()].replace("’", "'"))
 
 
 def running_debate(nest: Nest, *, lock: bool = False) -> Debate | None:
@@ -501,12 +506,14 @@ def stop_debate(
     refers_to: str = "",
     invocation: Invocation | None = None,
     grounded: str = "",
+    blame: bool = False,
 ) -> NestMessage:
     """End a running debate early (locked by the caller, inside its transaction): every
     turn still owed is closed, `grounded`'s (the crow that can no longer speak) as
     escalated to the owner, the others' as met, since they owe nothing now; emits
     `debate.finished` with status `stopped`, and the moderator (or the harness, when the
-    moderator is the one grounded) tells the room."""
+    moderator is the one grounded) tells the room. Lock the room, then the debate (the
+    order a post takes them in)."""
     from nests.actions.chat.expectations import close_expectation
 
     debate.status = Debate.Status.STOPPED
@@ -515,7 +522,10 @@ def stop_debate(
     debate.finished_at = timezone.now()
     debate.save()
     for exp in Expectation.objects.select_for_update().filter(debate=debate, status__in=Expectation.LIVE):
-        status = Expectation.Status.ESCALATED if exp.crow == grounded else Expectation.Status.MET
+        # Only a quarantined crow's owed turn goes to the owner as not kept; a crow retired
+        # or taken out of the room by the owner did nothing wrong, nor did the others.
+        blamed = exp.crow == grounded and blame
+        status = Expectation.Status.ESCALATED if blamed else Expectation.Status.MET
         close_expectation(exp, status=status, reason=f"{debate.debate_id} stopped: {why}"[:300])
     emit("debate.finished", _finished_payload(debate, reason=why, by=by))
     turns = len(debate.turns)
@@ -523,7 +533,7 @@ def stop_debate(
         f"Debate {debate.debate_id} is stopped after {turns} turn{'s' if turns != 1 else ''}: {why}. "
         "Nobody owes it anything more; ask me for a new debate whenever you like."
     )
-    if _can_moderate(debate.moderator):
+    if grounded != debate.moderator and _can_moderate(debate.moderator):
         return _say(debate, text, to=OWNER, refers_to=refers_to or debate.kickoff_msg_id, invocation=invocation)
     from nests.actions.messages import post_message
 
@@ -545,6 +555,8 @@ def stop_on_owners_word(inv: Invocation, boss: Crow) -> NestMessage | str:
 
     with transaction.atomic():
         lock_event_log()
+        # The room, then the debate: the order a post takes them in (store_message, after_post).
+        Nest.objects.select_for_update().get(pk=inv.nest_id)
         debate = running_debate(inv.nest, lock=True)
         if debate is None:
             return "No debate is running in this room."
@@ -554,18 +566,30 @@ def stop_on_owners_word(inv: Invocation, boss: Crow) -> NestMessage | str:
         )
 
 
+QUARANTINED = "was quarantined"
+
+
 def stop_for_grounded(crow: str, why: str, *, nest: Nest | None = None) -> list[NestMessage]:
     """A crow can no longer speak (`why`: "was quarantined", "was retired", "left the
     room"): every running debate it takes part in (in `nest`, or anywhere) stops. Call
     inside the transaction that grounded it."""
-    rows = Debate.objects.select_for_update().filter(status=Debate.Status.RUNNING)
+    rows = Debate.objects.filter(status=Debate.Status.RUNNING)
     if nest is not None:
         rows = rows.filter(nest=nest)
+    taking_part = [
+        (d.pk, d.nest_id) for d in rows.order_by("id") if crow in (*d.crows, d.judge, d.moderator)
+    ]
     said = []
-    for debate in rows.order_by("id"):
-        if crow in (*debate.crows, debate.judge, debate.moderator):
-            role = "the moderator" if crow == debate.moderator else "the judge" if crow == debate.judge else "a debater"
-            said.append(stop_debate(debate, why=f"{crow}, {role}, {why}", by="harness", grounded=crow))
+    for pk, nest_pk in taking_part:
+        # The room, then the debate, as a post takes them; still running once both are held?
+        Nest.objects.select_for_update().get(pk=nest_pk)
+        debate = Debate.objects.select_for_update().filter(pk=pk, status=Debate.Status.RUNNING).first()
+        if debate is None:
+            continue
+        role = "the moderator" if crow == debate.moderator else "the judge" if crow == debate.judge else "a debater"
+        said.append(stop_debate(
+            debate, why=f"{crow}, {role}, {why}", by=HARNESS, grounded=crow, blame=why == QUARANTINED,
+        ))
     return said
 
 
@@ -664,6 +688,7 @@ def recue(inv: Invocation, boss: Crow) -> NestMessage | None:
     """Boss nudged about a stalled debate: it cues the current speaker again."""
     with transaction.atomic():
         lock_event_log()
+        Nest.objects.select_for_update().get(pk=inv.nest_id)  # the room, then the debate
         debate = running_debate(inv.nest, lock=True)
         if debate is None or debate.moderator != boss.name or not debate.cued:
             return None

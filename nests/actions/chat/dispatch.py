@@ -182,15 +182,16 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
     cued = debates.cued_decision(message)
     if cued and _active(cued):
         return Decision(cued, "debate", "say")
+    if author == OWNER and debates.is_stop_order(message.text) and debates.running_debate(nest) is not None:
+        # "Stop the debate (about pricing)": the moderator ends it, whoever the owner
+        # addressed; before the order to start one, which "debate about" also reads as.
+        boss = queries.boss()
+        if boss is not None and _active(boss.name):
+            return Decision(boss.name, "debate_stop", "say")
     if author == OWNER and nest.kind != Nest.Kind.DIRECT and debates.is_debate_order(message.text):
         boss = queries.boss()
         if boss is not None and _active(boss.name):
             return Decision(boss.name, "debate", "say")
-    if author == OWNER and debates.is_stop_order(message.text) and debates.running_debate(nest) is not None:
-        # "Stop the debate": the moderator ends it, whoever the owner addressed.
-        boss = queries.boss()
-        if boss is not None and _active(boss.name):
-            return Decision(boss.name, "debate_stop", "say")
     if author in HARNESS_AUTHORS:
         if kind == "nudge" and message.to and _active(message.to):
             from nests.actions.chat.expectations import expect_for_nudge
@@ -284,13 +285,18 @@ def _max_chain() -> int:
 
 def _asks_for_a_relay(message: NestMessage) -> bool:
     """The owner asks for work in another nest ("ask the ops nest to …", "relay to ops: …")."""
-    from nests.actions.chat.quill import parse_relay  # quill imports this module
+    from nests.actions.chat.quill import RELAY_VERB_RES, parse_relay  # quill imports this module
 
     relay = parse_relay(message.text)
     if relay is None:
         return False
     target = queries.find_nest(relay[0])
-    return target is None or target.pk != message.nest_id
+    if target is None or target.pk == message.nest_id:
+        # No such nest ("tell the nest to wrap up" means this one): a message for this room.
+        return False
+    # "In the launch nest, Rook did great work" is a remark: without an asking verb
+    # ("ask/tell/get/have the … nest", "relay to …"), only a request is carried over.
+    return message.kind == "request" or any(p.search(message.text) for p in RELAY_VERB_RES)
 
 
 def route_message(

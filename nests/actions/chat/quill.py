@@ -54,6 +54,9 @@ RELAY_RES = (
         re.IGNORECASE | re.DOTALL,
     ),
 )
+# The relays that say "ask", "tell" or "relay" in so many words (the last of RELAY_RES,
+# "in the launch nest, …", may be a remark).
+RELAY_VERB_RES = RELAY_RES[:3]
 # How Quill opens a request it carries for the owner; a crow's brain is given the words after it.
 RELAY_PREAMBLE_RE = re.compile(r"^@[\w-]+,\s+(?:from|for)\s+@owner:\s*", re.IGNORECASE)
 # A lookahead, so overlapping candidates are all tried: "going on in ops" offers "in", then "ops".

@@ -52,11 +52,6 @@ def _register_hooks() -> None:
     on_verdict(mark_delivery_verdict)
     on_overrule(mark_delivery_overruled)
     on_strike(prank_flying_lists)
-    # A debate cannot go on without its debaters, judge or moderator (docs/GOVERNANCE.md).
-    from flock.actions import on_crow_grounded
-    from nests.actions.chat.debates import stop_for_grounded
-
-    on_crow_grounded(stop_for_grounded)
     worker.on_start(recover_lists)
     register_snapshot_part("open_lists", open_lists)
 
