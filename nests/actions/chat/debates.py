@@ -509,8 +509,9 @@ def stop_debate(
     blame: bool = False,
 ) -> NestMessage:
     """End a running debate early (locked by the caller, inside its transaction): every
-    turn still owed is closed, `grounded`'s (the crow that can no longer speak) as
-    escalated to the owner, the others' as met, since they owe nothing now; emits
+    turn still owed is closed as met, since nobody owes it anything now, except the turn
+    of `grounded` (the crow that can no longer speak) when `blame` (it was quarantined),
+    escalated to the owner; emits
     `debate.finished` with status `stopped`, and the moderator (or the harness, when the
     moderator is the one grounded) tells the room. Lock the room, then the debate (the
     order a post takes them in)."""
@@ -529,11 +530,13 @@ def stop_debate(
         close_expectation(exp, status=status, reason=f"{debate.debate_id} stopped: {why}"[:300])
     emit("debate.finished", _finished_payload(debate, reason=why, by=by))
     turns = len(debate.turns)
+    moderating = grounded != debate.moderator and _can_moderate(debate.moderator)
     text = (
         f"Debate {debate.debate_id} is stopped after {turns} turn{'s' if turns != 1 else ''}: {why}. "
-        "Nobody owes it anything more; ask me for a new debate whenever you like."
+        f"Nobody owes it anything more; ask {'me' if moderating else '@' + debate.moderator} for a new "
+        "debate whenever you like."
     )
-    if grounded != debate.moderator and _can_moderate(debate.moderator):
+    if moderating:
         return _say(debate, text, to=OWNER, refers_to=refers_to or debate.kickoff_msg_id, invocation=invocation)
     from nests.actions.messages import post_message
 
