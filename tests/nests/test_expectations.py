@@ -267,3 +267,25 @@ def test_a_crow_taken_out_of_the_room_is_summarised_not_left_owing(launch, scrip
     assert nudges() == []
     assert "no longer in launch" in summaries()[-1].text
     assert Expectation.objects.get(pk=exp.pk).status == "escalated"
+
+
+def test_a_summary_lists_what_is_due_counts_the_rest_and_never_cuts_a_line(launch, settings):
+    from nests.actions.chat.expectations import send_summary
+
+    settings.CROWS_EXCHANGES_PER_TURN = 0  # only the ledger is under test
+    settings.CROWS_NEST_POST_RATE_PER_MIN = 1000
+    promises = [post_message("launch", author="Munin", text=f"I'll send draft {n} in five minutes.") for n in range(40)]
+    exps = list(Expectation.objects.filter(message__in=promises).order_by("id"))
+    Expectation.objects.filter(pk__in=[e.pk for e in exps[:30]]).update(due_at=timezone.now() - timedelta(minutes=1))
+    from django.db import transaction
+
+    with transaction.atomic():  # as the ledger's timer calls it
+        summary = send_summary(launch, [Expectation.objects.get(pk=exps[0].pk)], why="a test")
+    text = summary.text
+    assert len(text) <= 2000 and text.endswith("And 10 more not due yet.")
+    listed = re.findall(r"^- (exp-\d+) ", text, flags=re.M)
+    assert listed and listed[0] == exps[0].expectation_id
+    assert not {e.expectation_id for e in exps[30:]} & set(listed)  # not due: only counted
+    left_out = 30 - len(listed)
+    assert f"… and {left_out} more overdue: the room's expectations panel lists them" in text
+    assert all(line.endswith("nudges.") for line in text.splitlines() if line.startswith("- "))

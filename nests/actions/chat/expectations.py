@@ -387,12 +387,15 @@ def send_summary(nest: Nest, exps: list[Expectation], *, why: str) -> NestMessag
     from nests.actions.messages import post_message
 
     ids = {e.pk for e in exps}
-    others = list(Expectation.objects.filter(nest=nest, status__in=Expectation.LIVE).exclude(pk__in=ids))
-    lines = [f"{SUMMARY_PREFIX} for @owner: {why}. Open expectations in {nest.name}:"]
-    lines += [_summary_line(e) for e in exps + others]
-    text = "\n".join(lines)
-    if len(text) > 2000:
-        text = text[:1999] + "…"
+    live = Expectation.objects.filter(nest=nest, status__in=Expectation.LIVE).exclude(pk__in=ids)
+    # The other open ones that are due too; those not due yet are only counted, so two
+    # summaries a moment apart do not repeat a list of promises nobody has missed.
+    overdue = list(live.filter(due_at__lte=timezone.now()).order_by("due_at", "id"))
+    pending = live.filter(due_at__gt=timezone.now()).count()
+    head = f"{SUMMARY_PREFIX} for @owner: {why}. Open expectations in {nest.name}:"
+    lines = [_summary_line(e) for e in exps + overdue]
+    tail = [f"And {pending} more not due yet."] if pending else []
+    text = _fit_summary(head, lines, tail, panel=f"/api/nests/{nest.nest_id}/expectations")
     summary = post_message(
         nest.nest_id, author=HARNESS, text=text, kind="say", to=OWNER,
         refers_to=exps[0].message.msg_id, tagged_by="header",
@@ -401,6 +404,23 @@ def send_summary(nest: Nest, exps: list[Expectation], *, why: str) -> NestMessag
         exp.summary_msg_id = summary.msg_id
         close_expectation(exp, status=Expectation.Status.ESCALATED, by_msg_id=summary.msg_id, reason=why)
     return summary
+
+
+# A nest message's length limit (nests.actions.messages.TEXT_MAX, which imports this module).
+SUMMARY_MAX = 2000
+
+
+def _fit_summary(head: str, lines: list[str], tail: list[str], *, panel: str, limit: int = SUMMARY_MAX) -> str:
+    """The summary within a message's length: whole lines, and the count of those left
+    out and where to read them, never a line cut off in the middle."""
+    kept: list[str] = []
+    for i, line in enumerate(lines):
+        rest = len(lines) - i
+        more = f"… and {rest} more overdue: the room's expectations panel lists them ({panel})."
+        if len("\n".join([head, *kept, line, more, *tail])) > limit:
+            return "\n".join([head, *kept, more, *tail])[:limit]
+        kept.append(line)
+    return "\n".join([head, *kept, *tail])[:limit]
 
 
 def send_nudge(exp: Expectation) -> NestMessage:
