@@ -208,6 +208,11 @@ def test_a_promise_takes_its_own_time():
     noon = due_from_text("by noon", now)
     assert noon is not None and timezone.localtime(noon).hour == 12 and noon > now
     assert due_from_text("no time here", now) is None
+    # The bare forms, as promises say them.
+    for text, hour in (("I'll finish the notes tonight.", 21), ("I'll send the notes EOD.", 17),
+                       ("I'll wrap the notes up end of the week.", 17)):
+        due = due_from_text(text, now)
+        assert due is not None and due > now and timezone.localtime(due).hour == hour, text
 
 
 def test_a_promise_tagged_as_a_claim_of_nothing_is_still_a_promise(launch, settings):

@@ -37,8 +37,10 @@ DURATION_RE = re.compile(
 )
 HALF_RE = re.compile(r"\b(?:in|within)\s+(?:about\s+)?(?:half\s+an?|a\s+half)\s+hour\b", re.IGNORECASE)
 QUARTER_RE = re.compile(r"\b(?:in|within)\s+(?:about\s+)?(?:a\s+)?quarter\s+(?:of\s+)?an?\s+hour\b", re.IGNORECASE)
+# "by tonight", and the bare forms a promise uses as often ("I'll finish it tonight",
+# "I'll send it EOD", "I'll wrap it up end of the week").
 NAMED_RE = re.compile(
-    r"\b(?:by|before|until|till|at)\s+(?:the\s+)?(?P<name>noon|midday|midnight|tonight|tomorrow(?:\s+morning)?|"
+    r"(?:\b(?:by|before|until|till|at)\s+(?:the\s+)?|\b)(?P<name>noon|midday|midnight|tonight|tomorrow(?:\s+morning)?|"
     r"end\s+of\s+(?:the\s+)?day|eod|close\s+of\s+business|cob|end\s+of\s+(?:the\s+)?week)\b",
     re.IGNORECASE,
 )
