@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import IO, Any, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -75,6 +76,32 @@ class CrowsCommand(BaseCommand):
                     bar.update(task, **kw)
 
             yield Handle()
+
+
+def refuse_database_files(target: Path, *, writing: str) -> None:
+    """CommandError when `target` is a file of a SQLite database Django uses (or its WAL,
+    shared-memory or journal file): overwriting it, even with a copy of itself, would
+    leave the running server on deleted files and lose what it writes next."""
+    from django.db import connections
+
+    try:
+        resolved = target.expanduser().resolve()
+    except OSError:
+        return
+    for alias in connections:
+        settings_dict = connections.settings[alias]
+        if "sqlite" not in str(settings_dict.get("ENGINE", "")):
+            continue
+        name = str(settings_dict.get("NAME") or "")
+        if not name or name == ":memory:" or name.startswith("file:"):
+            continue
+        database = Path(name).expanduser().resolve()
+        live = {database, *(database.with_name(database.name + suffix) for suffix in ("-wal", "-shm", "-journal"))}
+        if resolved in live:
+            raise CommandError(
+                f"{target} is the live database's own file ({database.name}); {writing} it would "
+                "lose what the server writes next: choose another path"
+            )
 
 
 def positive_int(text: str) -> int:

@@ -66,6 +66,13 @@ def test_trust_report_shows_levels_per_holder_and_task_type():
     assert "invalid choice" in refused("trust_report", "--format", "xml")
 
 
+def test_trust_seed_says_who_seeded_in_the_events(capture_events):
+    with capture_events() as events:
+        run("trust_seed", "--holder", "Pepper", "--task-types", "code", "--level", "1")
+    (changed,) = events.named("trust.changed")
+    assert (changed["holder"], changed["to"], changed["by"]) == ("Pepper", 1, "trust_seed")
+
+
 def test_trust_seed_trusts_nobody_by_default_and_validates_holders_and_levels():
     assert "--holder" in refused("trust_seed")
     assert TrustEntry.objects.count() == 0
@@ -431,3 +438,25 @@ def test_from_the_shell_a_bad_argument_is_one_line_and_a_non_zero_exit(sqlite_te
     assert result.returncode == status
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "command", [["backup", "{db}", "--force"], ["backup", "{db}-wal", "--force"], ["export_flightlog", "-o", "{db}"]],
+)
+def test_no_command_writes_over_the_live_database(tmp_path: Path, command: list[str]):
+    import subprocess
+    import sys
+
+    from tests.support.server import ROOT, base_env, migrate
+
+    env = base_env(CROWS_DATA_DIR=str(tmp_path))
+    migrate(env)
+    db = tmp_path / "crows.sqlite3"
+    before = db.read_bytes()
+    result = subprocess.run(
+        [sys.executable, "manage.py", *[part.format(db=db) for part in command]],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode != 0 and "live database's own file" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and result.stderr.strip().count("\n") == 0
+    assert db.read_bytes() == before

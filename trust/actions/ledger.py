@@ -76,13 +76,13 @@ def record_trust_outcome(
     return entry
 
 
-def seed_trust(holder: str, *, task_type: str, level: int = TRUSTED) -> int:
+def seed_trust(holder: str, *, task_type: str, level: int = TRUSTED, by: str = "") -> int:
     """Record owner approvals (source "seed") until `holder` reaches `level` for `task_type`.
 
     A setup step for a flock the owner already trusts (benches, load tests, a demo): the
     entries follow the ledger's own rule (a promotion per CROWS_TRUST_STREAK approvals)
-    and emit `trust.changed` at each promotion, so the ledger stays the whole truth.
-    Returns how many entries it appended."""
+    and emit `trust.changed` at each promotion (with `by` when given: `trust_seed` says who
+    seeded), so the ledger stays the whole truth. Returns how many entries it appended."""
     if not STRANGER <= level <= TRUSTED:
         raise BadInput(f"level must be {STRANGER}–{TRUSTED}, got {level}")
     if task_type not in TASK_TYPES:
@@ -101,6 +101,7 @@ def seed_trust(holder: str, *, task_type: str, level: int = TRUSTED) -> int:
                 source=TrustEntry.Source.SEED, level_before=before, level=current, streak=streak,
             ))
             if current != before:
-                emit("trust.changed", {"holder": holder, "task_type": task_type, "from": before, "to": current})
+                changed = {"holder": holder, "task_type": task_type, "from": before, "to": current}
+                emit("trust.changed", {**changed, "by": by} if by else changed)
         TrustEntry.objects.bulk_create(entries)
     return len(entries)

@@ -16,7 +16,7 @@ from typing import Any
 from django.core.management.base import CommandError
 from django.db import connections
 
-from flock.management.cli import CrowsCommand
+from flock.management.cli import CrowsCommand, refuse_database_files
 
 PAGES_PER_STEP = 256
 
@@ -55,6 +55,7 @@ class Command(CrowsCommand):
             target.mkdir()
         if target.is_dir():
             target = target / f"crows-{datetime.now(UTC):%Y%m%d-%H%M%S}.sqlite3"
+        refuse_database_files(target, writing="backing up onto")
         if target.exists() and not options["force"]:
             raise CommandError(f"{target} exists; choose another path or pass --force")
         if not target.parent.is_dir():

@@ -7,13 +7,14 @@ import json
 import re
 import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import IO, Any, cast
 
 from django.core.management.base import CommandError
 from django.utils import timezone
 
 from flock.events import rfc3339
-from flock.management.cli import CrowsCommand
+from flock.management.cli import CrowsCommand, refuse_database_files
 from flock.models import Flight
 
 FIELDS = (
@@ -61,6 +62,7 @@ class Command(CrowsCommand):
         total = flights.count()
         out: IO[str]
         if options["output"]:
+            refuse_database_files(Path(options["output"]), writing="exporting onto")
             try:
                 out = open(options["output"], "w", newline="", encoding="utf-8")
             except OSError as exc:

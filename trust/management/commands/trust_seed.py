@@ -96,7 +96,7 @@ class Command(CrowsCommand):
         with self.progress("seeding trust", total=len(plan)) as bar:
             for holder, task_type, _, _ in plan:
                 try:
-                    appended += seed_trust(holder, task_type=task_type, level=level)
+                    appended += seed_trust(holder, task_type=task_type, level=level, by="trust_seed")
                 except CrowsError as exc:
                     raise CommandError(exc.message) from None
                 bar.advance()
