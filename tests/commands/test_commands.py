@@ -290,7 +290,12 @@ def test_load_personas_is_all_or_nothing_and_reports_every_problem(tmp_path: Pat
     ]))
     message = refused("load_personas", str(path))
     assert "nothing loaded" in message and "Nova" in message and "mood" in message
+    assert "skynet" in message  # the unknown field did not hide the bad model beside it
     assert Crow.objects.get(name="Pepper").voice != "Changed."
+    path.write_text(json.dumps([{"name": "Owner", "strength": "x"}, {"name": 123, "voice": 5}]))
+    message = refused("load_personas", str(path))
+    assert "3 problem(s)" in message and "'Owner' is a reserved name" in message, message
+    assert "crow #2: name must be" in message and "crow #2: voice" in message, message
     assert not Crow.objects.filter(name="Nova").exists()
     path.write_text("[{name: Pepper, voice: [unclosed")
     path.rename(tmp_path / "bad.yaml")

@@ -16,7 +16,14 @@ import yaml
 from django.core.management.base import CommandError
 from django.db import transaction
 
-from flock.actions import CROW_NAME_RE, EDITABLE_FIELDS, clean_crow_field, hatch_crow, update_crow
+from flock.actions import (
+    CROW_NAME_RE,
+    EDITABLE_FIELDS,
+    RESERVED_NAMES,
+    clean_crow_field,
+    hatch_crow,
+    update_crow,
+)
 from flock.errors import CrowsError
 from flock.management.cli import CrowsCommand
 from flock.models import Crow
@@ -62,28 +69,36 @@ def check(entries: list[Any]) -> list[tuple[str, Crow | None, dict[str, Any]]]:
             problems.append(f"{where}: expected a mapping of fields, got {type(entry).__name__}")
             continue
         name = entry.get("name")
-        if not isinstance(name, str) or not CROW_NAME_RE.fullmatch(name.strip()):
+        named = isinstance(name, str) and bool(CROW_NAME_RE.fullmatch(name.strip()))
+        if not named:
+            # Reported, and the entry's other fields still checked: every problem at once.
             problems.append(f"{where}: name must be 1–40 letters, digits, '-' or '_', starting with a capital letter")
-            continue
-        name = name.strip()
-        where = f"{name} (#{n})"
-        if name.lower() in seen:
-            problems.append(f"{where}: listed twice")
-            continue
-        seen.add(name.lower())
+        else:
+            assert isinstance(name, str)
+            name = name.strip()
+            where = f"{name} (#{n})"
+            if name.lower() in seen:
+                problems.append(f"{where}: listed twice")
+                continue
+            seen.add(name.lower())
         unknown = sorted(set(entry) - {"name", *EDITABLE_FIELDS})
         if unknown:
+            # Reported, and the known fields still checked: every problem at once.
             problems.append(f"{where}: unknown field(s) {', '.join(unknown)}; known: name, {', '.join(EDITABLE_FIELDS)}")
-            continue
         fields: dict[str, Any] = {}
         for field, value in entry.items():
-            if field == "name":
+            if field == "name" or field in unknown:
                 continue
             try:
                 fields[field] = clean_crow_field(field, value)
             except CrowsError as exc:
                 problems.append(f"{where}: {exc.message}")
+        if not named:
+            continue
+        assert isinstance(name, str)
         crow = Crow.objects.filter(name__iexact=name).first()
+        if crow is None and name.lower() in RESERVED_NAMES:
+            problems.append(f"{where}: {name!r} is a reserved name")
         if crow is None and "strength" not in fields:
             problems.append(f"{where}: a new crow needs a strength (what it is good at)")
         if crow is not None and crow.status == Crow.Status.RETIRED:
