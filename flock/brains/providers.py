@@ -264,6 +264,21 @@ def _status_failure(status: int, message: str, *, url: str = "", retry_after_s: 
                         retry_after_s=retry_after_s if retryable else None)
 
 
+def _not_the_api(why: str) -> BrainFailure:
+    return BrainFailure(
+        f"the server's answer was not the API's JSON ({why}): is the base URL the API's root, and not a web page?",
+        retryable=False,
+    )
+
+
+def _out_of_tokens(request: BrainRequest, why: str) -> BrainFailure:
+    return BrainFailure(
+        f"the model {OUT_OF_TOKENS} ({request.max_tokens}; {why}): a reasoning model thinks first, and needs "
+        "room for it",
+        retryable=False,
+    )
+
+
 def _retry_after_s(response: Any) -> float | None:
     """What a response's Retry-After (or OpenAI's retry-after-ms) asks for, in seconds."""
     headers = getattr(response, "headers", None)
@@ -363,20 +378,14 @@ class OpenAIBrain(_ProviderBrain):
             message = choice.message
             text = message.content
         except (AttributeError, IndexError, TypeError) as exc:
-            raise BrainFailure(
-                "the server's answer was not the API's JSON (no choices in it): is the base URL the "
-                "API's root, and not a web page?", retryable=False,
-            ) from exc
+            raise _not_the_api("no choices in it") from exc
         if not isinstance(text, str) or not text.strip():
             refusal = getattr(message, "refusal", None)
             if refusal:
                 raise BrainFailure(f"the model refused: {refusal}", retryable=False)
             finish = getattr(choice, "finish_reason", None)
             if finish == "length":
-                raise BrainFailure(
-                    f"the model {OUT_OF_TOKENS} ({request.max_tokens}; finish_reason=length): a reasoning "
-                    "model thinks first, and needs room for it", retryable=False,
-                )
+                raise _out_of_tokens(request, "finish_reason=length")
             raise BrainFailure(f"the reply was empty (finish_reason={finish})", retryable=False)
         usage = getattr(response, "usage", None)
         return text.strip(), _usage_int(usage, "prompt_tokens"), _usage_int(usage, "completion_tokens")
@@ -427,18 +436,12 @@ class AnthropicBrain(_ProviderBrain):
         try:
             blocks = list(response.content)
         except (AttributeError, TypeError) as exc:
-            raise BrainFailure(
-                "the server's answer was not the API's JSON (no content in it): is the base URL the "
-                "API's root, and not a web page?", retryable=False,
-            ) from exc
+            raise _not_the_api("no content in it") from exc
         text = "".join(getattr(b, "text", "") or "" for b in blocks if getattr(b, "type", "") == "text")
         if not text.strip():
             stop = getattr(response, "stop_reason", None)
             if stop == "max_tokens":
-                raise BrainFailure(
-                    f"the model {OUT_OF_TOKENS} ({request.max_tokens}; stop_reason=max_tokens): a "
-                    "reasoning model thinks first, and needs room for it", retryable=False,
-                )
+                raise _out_of_tokens(request, "stop_reason=max_tokens")
             raise BrainFailure(f"the reply had no text (stop_reason={stop})", retryable=False)
         usage = getattr(response, "usage", None)
         return text.strip(), _usage_int(usage, "input_tokens"), _usage_int(usage, "output_tokens")
