@@ -294,3 +294,20 @@ def test_a_summary_lists_what_is_due_counts_the_rest_and_never_cuts_a_line(launc
     left_out = 30 - len(listed)
     assert f"… and {left_out} more overdue: the room's expectations panel lists them" in text
     assert all(line.endswith("nudges.") for line in text.splitlines() if line.startswith("- "))
+
+
+def test_a_promise_naming_no_request_moves_the_one_piece_of_work_the_crow_owes_here(launch, settings):
+    settings.CROWS_EXCHANGES_PER_TURN = 0  # nobody answers: only the ledger is under test
+    asked = post_message("launch", author="owner", text="@Munin paint the fence", kind="request")
+    post_message("launch", author="Munin", text="Mine.", kind="claim", refers_to=asked.msg_id)
+    (owed,) = Expectation.objects.filter(crow="Munin")
+    before = timezone.now()
+    post_message("launch", author="Munin", text="Sorry, I will have the fence painted in 2 minutes.")
+    (moved,) = Expectation.objects.filter(crow="Munin")  # no second expectation
+    assert moved.pk == owed.pk and (moved.check_name, moved.due_from) == ("promise_kept", "text")
+    assert before + timedelta(minutes=2) <= moved.due_at <= timezone.now() + timedelta(minutes=2)
+    # Owing two pieces of work here, a promise that names neither is its own.
+    other = post_message("launch", author="owner", text="@Munin fix the gate", kind="request")
+    post_message("launch", author="Munin", text="Mine.", kind="claim", refers_to=other.msg_id)
+    post_message("launch", author="Munin", text="I'll have one of them done in 5 minutes.")
+    assert Expectation.objects.filter(crow="Munin").count() == 3

@@ -202,16 +202,20 @@ def _gist(text: str, words: int = 12) -> str:
     return " ".join(parts[:words]) + ("…" if len(parts) > words else "")
 
 
-def _open_for_crow(crow: str, request: ChatRequest | None) -> Expectation | None:
-    if request is None:
-        return None
-    return (
+def _open_for_crow(crow: str, request: ChatRequest | None, *, nest: Nest) -> Expectation | None:
+    """What `crow` already owes that a new promise is about: on `request`; or, when the
+    promise names no request ("Sorry, I'll have it in 2 minutes"), the one piece of work it
+    owes in this room, if it owes exactly one (with several, the promise is its own)."""
+    owed = (
         Expectation.objects.select_for_update()
-        .filter(crow=crow, request=request, status__in=Expectation.LIVE)
+        .filter(crow=crow, status__in=Expectation.LIVE, request__isnull=False)
         .exclude(check_name__in=(Expectation.Check.ROUNDS_COMPLETED, Expectation.Check.TURN_ORDER))
         .order_by("-id")
-        .first()
     )
+    if request is not None:
+        return owed.filter(request=request).first()
+    in_room = list(owed.filter(nest=nest)[:2])
+    return in_room[0] if len(in_room) == 1 else None
 
 
 def _open_from(
@@ -254,7 +258,7 @@ def _open_from(
     promised = bool(PROMISE_RE.search(message.text)) and due is not None
     if not promised and not _jev_says(answer, Expectation.Check.PROMISE_KEPT, sure=True):
         return None
-    owed = _open_for_crow(message.author, request)
+    owed = _open_for_crow(message.author, request, nest=message.nest)
     if owed is not None:
         # A new promise about work already owed moves its due time; the nudge count stays,
         # so promising again is not progress.
