@@ -361,6 +361,13 @@ def run_mode(mode: str, work: Path, args: argparse.Namespace) -> dict[str, Any]:
     shape = start_shape(mode, work, extra)
     hose: Firehose | None = None
     try:
+        for n, server in enumerate(shape.servers):
+            # A server loads Jev's models and fits its vocabulary at start, on a thread,
+            # as a db_worker does (start_shape): start-up work, not the lists'. Without
+            # this wait it landed in the first figures, and more so as Jev's corpus grew
+            # (docs/PERFORMANCE.md, "Twelfth pass").
+            assert server.proc is not None
+            settle_process(server.proc.pid, f"server{n}", timeout=120)
         hose = Firehose(shape.servers[0].url)
         # One small list first, so the first measured one does not pay for warming up.
         run_lists(shape.servers, hose, lists=len(shape.servers), items=1, concurrency=len(shape.servers))
