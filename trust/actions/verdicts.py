@@ -199,7 +199,7 @@ def _decide(
     approval: Approval, value: str, *, by: str = "", reason: str = "", edited_text: str = ""
 ) -> Verdict | None:
     """Record `value` for a locked approval; None when it was already decided."""
-    if Verdict.objects.filter(item_id=approval.item_id, target=approval.target, attempt=approval.attempt).exists():
+    if _decided(approval):
         return None
     try:
         # The savepoint keeps the caller's transaction usable if the constraint fires.
@@ -252,7 +252,13 @@ def record_owner_verdict(
         lock_event_log()
         approval = _waiting_approval(item_id, target)
         late = approval is not None and _past_its_deadline(approval)
-        if not late:
+        if late:
+            # Fail safe: an answer after the deadline is too late even when the timeout
+            # task has not run yet (a busy worker): the timeout is recorded now, in this
+            # transaction, and the answer refused once it commits.
+            assert approval is not None
+            time_out_approval(item_id, target=target, attempt=approval.attempt)
+        else:
             value = Verdict.Value.APPROVED if approve else Verdict.Value.REJECTED
             verdict = _decide(approval, value, by=by, reason=reason, edited_text=edited) if approval else None
             if approval is None or verdict is None:
@@ -270,10 +276,7 @@ def record_owner_verdict(
             for hook in _verdict_hooks:
                 hook(verdict)
     if late:
-        # Fail safe: an answer after the deadline is too late even when the timeout task
-        # has not run yet (a busy worker); the timeout is recorded now, then refused.
         assert approval is not None
-        time_out_approval(item_id, target=target, attempt=approval.attempt)
         raise NotFound(
             f"nothing is waiting for {article} {target} verdict on {item_id!r}: it timed out at "
             f"{rfc3339(approval.deadline)}, which counts as rejected"
@@ -282,11 +285,13 @@ def record_owner_verdict(
     return verdict
 
 
+def _decided(approval: Approval) -> bool:
+    return Verdict.objects.filter(item_id=approval.item_id, target=approval.target, attempt=approval.attempt).exists()
+
+
 def _past_its_deadline(approval: Approval) -> bool:
     """Still undecided and its deadline has passed: only the timeout may decide it now."""
-    if approval.deadline > timezone.now():
-        return False
-    return not Verdict.objects.filter(item_id=approval.item_id, target=approval.target, attempt=approval.attempt).exists()
+    return approval.deadline <= timezone.now() and not _decided(approval)
 
 
 def overrule_verdict(item_id: Any, *, target: Any = Target.OUTPUT, reason: Any = None, by: str = "owner") -> Verdict:
