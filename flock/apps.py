@@ -18,7 +18,7 @@ def _check_default_brain() -> None:
     from django.conf import settings
     from django.core.exceptions import ImproperlyConfigured
 
-    from flock.brains import BrainSpecError, check_brain_spec
+    from flock.brains import BrainSpecError, check_brain_spec, missing_key
 
     # A brain that cannot think (an unknown provider, a missing model, a script file that
     # is missing or malformed) stops start-up, naming it, rather than turning every crow's
@@ -27,18 +27,13 @@ def _check_default_brain() -> None:
         check_brain_spec(settings.CROWS_BRAIN)
     except BrainSpecError as exc:
         raise ImproperlyConfigured(f"CROWS_BRAIN: {exc}") from None
-    provider = str(settings.CROWS_BRAIN or "").strip().split(":", 1)[0].lower()
-    if provider in ("openai", "anthropic"):
-        from flock.brains.config import provider_config
-
-        config = provider_config(provider)
-        if not config.api_key:
-            # Not fatal (the key may come later, per crow models may differ), but every call
-            # of the default brain fails until it does: say so once, where the owner looks.
-            logging.getLogger("crows.brains").warning(
-                "CROWS_BRAIN=%s but no API key is set (%s): every call of the default brain will fail",
-                settings.CROWS_BRAIN, config.key_sources,
-            )
+    where = missing_key(settings.CROWS_BRAIN)
+    if where:
+        # Said once, where the owner looks (flock.brains.missing_key says why not fatal).
+        logging.getLogger("crows.brains").warning(
+            "CROWS_BRAIN=%s but no API key is set (%s): every call of the default brain will fail",
+            settings.CROWS_BRAIN, where,
+        )
 
 
 class FlockConfig(AppConfig):

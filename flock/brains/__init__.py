@@ -135,3 +135,16 @@ def check_brain_spec(spec: str) -> None:
     provider, model = _parse(spec)
     if provider == "script":
         load_rules(model)  # its ScriptError is a BrainSpecError
+
+
+def missing_key(spec: str) -> str:
+    """Where to set the key a real provider's `spec` needs when none is set anywhere, or "":
+    not fatal at start-up (a key may come later, crows may use other models), but every
+    call of that brain fails until it is."""
+    provider, _ = _parse((spec or "").strip() or "mock")
+    if provider not in ("openai", "anthropic"):
+        return ""
+    from flock.brains.config import provider_config
+
+    config = provider_config(provider)
+    return "" if config.api_key else config.key_sources
