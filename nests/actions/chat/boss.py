@@ -40,21 +40,20 @@ STRENGTH_RE = re.compile(
     r"|\bfor\s+(?P<purpose>.+?)(?=\s+(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?(?:mock|openai|anthropic|script)\b|[.;!?]|$)",
     re.IGNORECASE,
 )
-MODEL_RE = re.compile(
-    r"\b(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?(?P<model>(?:mock|openai|anthropic|script)(?::[\w.:/@-]+)?)",
-    re.IGNORECASE,
+# "… using openai:gpt-4o", and the one after "switch Hugin to": the words before a model.
+USING = r"\b(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?"
+SWITCH_TO = (
+    rf"\b(?:switch|move|put|change|set|run)\s+{NAME}(?:'s\s+(?:model|brain))?\s+(?:to|on|onto)\s+(?:the\s+)?"
+    r"(?:model\s+|brain\s+)?"
 )
+MODEL_RE = re.compile(rf"{USING}(?P<model>(?:mock|openai|anthropic|script)(?::[\w.:/@-]+)?)", re.IGNORECASE)
 NEST_RE = re.compile(
     r"\b(?:make|create|start|open|set\s+up)\s+(?:a\s+|an\s+|the\s+)?(?:new\s+)?nest\s+(?:called|named)\s+"
     r"(?P<name>.+?)\s+with\s+(?P<crows>.+?)[.!]?$",
     re.IGNORECASE | re.DOTALL,
 )
 RETIRE_RE = re.compile(rf"\bretire\s+{NAME}", re.IGNORECASE)
-SWITCH_RE = re.compile(
-    rf"\b(?:switch|move|put|change|set|run)\s+{NAME}(?:'s\s+(?:model|brain))?\s+(?:to|on|onto)\s+(?:the\s+)?(?:model\s+|brain\s+)?"
-    r"(?P<model>(?:mock|openai|anthropic)(?::[\w.:/@-]+)?)",
-    re.IGNORECASE,
-)
+SWITCH_RE = re.compile(rf"{SWITCH_TO}(?P<model>(?:mock|openai|anthropic)(?::[\w.:/@-]+)?)", re.IGNORECASE)
 LIST_SPLIT_RE = re.compile(r"\s*(?:,|\band\b|&|\+)\s*", re.IGNORECASE)
 # What follows "named"/"called", whole: a name the NAME pattern only partly matched
 # ("Wrén", "9lives", a 41-letter name, "Robert');") is refused, never cut down.
@@ -66,16 +65,13 @@ HATCH_INTENT_RE = re.compile(
     re.IGNORECASE,
 )
 SEVERAL_RE = re.compile(r"\b(?:two|three|four|five|several|some|\d+)\s+(?:new\s+)?(?:crows|birds)\b|\bcrows\s+(?:named|called)\b", re.IGNORECASE)
-NEST_WORD_RE = re.compile(r"\b(?:nest|room)\s+(?:named|called)\b", re.IGNORECASE)
+NEST_NAMED_RE = re.compile(r"\b(?:nest|room)\s+(?:named|called)\b", re.IGNORECASE)
 # A model named without its provider ("using gpt-4o", "switch Hugin to claude-sonnet-4"):
 # a known model family's name, so "running k8s clusters" or "move Rook to ops2" is not one.
 MODEL_FAMILIES = "gpt|o[1-9]|claude|llama|mistral|mixtral|gemini|gemma|qwen|deepseek"
 BARE_MODEL = rf"(?P<bare>(?:{MODEL_FAMILIES})(?:[-.:@]?[\w.@-]*)?)(?![\w:])"
-BARE_MODEL_RE = re.compile(rf"\b(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?{BARE_MODEL}", re.IGNORECASE)
-SWITCH_BARE_RE = re.compile(
-    rf"\b(?:switch|move|put|change|set|run)\s+{NAME}(?:'s\s+(?:model|brain))?\s+(?:to|on|onto)\s+(?:the\s+)?(?:model\s+|brain\s+)?{BARE_MODEL}",
-    re.IGNORECASE,
-)
+BARE_MODEL_RE = re.compile(rf"{USING}{BARE_MODEL}", re.IGNORECASE)
+SWITCH_BARE_RE = re.compile(rf"{SWITCH_TO}{BARE_MODEL}", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -113,7 +109,7 @@ def parse_order(text: str) -> Order | None:
             f"Which provider serves {bare}? Say “switch {m.group('name')} to openai:{bare}” "
             f"(or anthropic:{bare}): a model is provider:model."
         ))
-    if NEST_WORD_RE.search(words):
+    if NEST_NAMED_RE.search(words):
         return Order("ask", "", say=(
             "Which crows should be in it? Say “make a nest called Launch with Hugin and Pepper”."
         ))
