@@ -417,12 +417,14 @@ SUMMARY_MAX = 2000
 def _fit_summary(head: str, lines: list[str], tail: list[str], *, panel: str, limit: int = SUMMARY_MAX) -> str:
     """The summary within a message's length: whole lines, and the count of those left
     out and where to read them, never a line cut off in the middle."""
+    def more(left: int) -> list[str]:
+        return [f"… and {left} more overdue: the room's expectations panel lists them ({panel})."] if left else []
+
     kept: list[str] = []
     for i, line in enumerate(lines):
-        rest = len(lines) - i
-        more = f"… and {rest} more overdue: the room's expectations panel lists them ({panel})."
-        if len("\n".join([head, *kept, line, more, *tail])) > limit:
-            return "\n".join([head, *kept, more, *tail])[:limit]
+        # This line fits if it leaves room to say how many are left after it (none after the last).
+        if len("\n".join([head, *kept, line, *more(len(lines) - i - 1), *tail])) > limit:
+            return "\n".join([head, *kept, *more(len(lines) - i), *tail])[:limit]
         kept.append(line)
     return "\n".join([head, *kept, *tail])[:limit]
 
