@@ -203,11 +203,36 @@ def crow_grounded(name: str, why: str) -> None:
         hook(name, why)
 
 
+# Called at the start of a grounding transaction, before the crow's row is locked: each takes
+# the rows its grounded hook will lock (a debate's room), so that the grounding takes them
+# in the order a post in that room does (the room, then the crow, as when the Sentry flags
+# the crow there). Locked after the crow, they could deadlock with such a post.
+_grounding_locks: list[Callable[[str], object]] = []
+
+
+def before_crow_grounded(lock: Callable[[str], object]) -> Callable[[str], object]:
+    """Register `lock(crow_name)` (see _grounding_locks)."""
+    if lock not in _grounding_locks:
+        _grounding_locks.append(lock)
+    return lock
+
+
+def lock_for_grounding(name: str) -> None:
+    """Inside the transaction that will ground the crow named `name` (any case, `@` or
+    not), before it locks the crow's row."""
+    found = Crow.objects.filter(name__iexact=(name or "").strip().lstrip("@")).values_list("name", flat=True).first()
+    if found is None:
+        return  # the caller's own lookup says so
+    for lock in _grounding_locks:
+        lock(found)
+
+
 def retire_crow(name: str, *, retired_by: str, reason: str = "") -> Crow:
     """Retire a worker crow: it leaves the roster and every room, and is never invoked
     again; its history stays. Emits crow.retired. Whether it is idle is the caller's call
     (nests knows about claims; flock does not)."""
     with transaction.atomic():
+        lock_for_grounding(name)
         crow = Crow.objects.select_for_update().filter(name__iexact=(name or "").strip().lstrip("@")).first()
         if crow is None:
             raise NotFound(f"no crow named {name!r}")

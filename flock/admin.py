@@ -7,13 +7,44 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
-from django.http import HttpRequest
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group, User
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
 from flock.models import Event, Flight, JevTag
 
+# The largest id a row can have (a 64-bit integer column); a larger one names no row.
+_MAX_ID = 2**63 - 1
 
-class AppendOnlyAdmin(admin.ModelAdmin):
+
+class CheckedActionsAdmin(admin.ModelAdmin):
+    """Refuses an action on ids that are not ids of the model, with a message and nothing
+    done. Stock Django looks them up as they come and a hand-made `_selected_action=abc`
+    (or a number too large for the column) is a server error."""
+
+    def response_action(self, request: HttpRequest, queryset: Any, *args: Any, **kwargs: Any) -> HttpResponse | None:
+        bad = [value for value in request.POST.getlist(ACTION_CHECKBOX_NAME) if not self._is_id(value)]
+        if bad:
+            shown = ", ".join(repr(value[:40]) for value in bad[:3]) + (" …" if len(bad) > 3 else "")
+            self.message_user(
+                request, f"Nothing was done: {shown} is not the id of any {self.model._meta.verbose_name}.",
+                messages.ERROR,
+            )
+            return HttpResponseRedirect(request.get_full_path())
+        return super().response_action(request, queryset, *args, **kwargs)
+
+    def _is_id(self, value: str) -> bool:
+        try:
+            pk = self.model._meta.pk.to_python(value)
+        except ValidationError:
+            return False
+        return not isinstance(pk, int) or -_MAX_ID <= pk <= _MAX_ID
+
+
+class AppendOnlyAdmin(CheckedActionsAdmin):
     """An append-only log: the admin may read it and never add, change or delete a row.
 
     Without delete permission the changelist also loses `delete_selected`."""
@@ -59,3 +90,10 @@ class JevTagAdmin(AppendOnlyAdmin):
     search_fields = ("=subject", "choice")
     date_hierarchy = "created_at"
     ordering = ("-id",)
+
+
+# Django's own accounts get the same check: re-registered with it.
+for _model, _admin in ((User, UserAdmin), (Group, GroupAdmin)):
+    if admin.site.is_registered(_model):
+        admin.site.unregister(_model)
+    admin.site.register(_model, type(_admin.__name__, (CheckedActionsAdmin, _admin), {}))

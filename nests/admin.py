@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from flock.actions import EDITABLE_FIELDS, clean_crow_field, retire_crow, update_crow
-from flock.admin import AppendOnlyAdmin
+from flock.admin import AppendOnlyAdmin, CheckedActionsAdmin
 from flock.errors import CrowsError
 from flock.models import Crow, Flight
 from flock.personas import TASK_TYPES
@@ -160,7 +160,7 @@ class CrowForm(forms.ModelForm):
 
 
 @admin.register(Crow)
-class CrowAdmin(admin.ModelAdmin):
+class CrowAdmin(CheckedActionsAdmin):
     form = CrowForm
     list_display = ("name", "epithet", "role", "status", "brain", "on_the_roster")
     list_filter = ("status", "role")

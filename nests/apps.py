@@ -38,7 +38,8 @@ class NestsConfig(AppConfig):
 
         on_crow_updated(score_owner_model_change)
         # A debate cannot go on without its debaters, judge or moderator (docs/GOVERNANCE.md).
-        from flock.actions import on_crow_grounded
-        from nests.actions.chat.debates import stop_for_grounded
+        from flock.actions import before_crow_grounded, on_crow_grounded
+        from nests.actions.chat.debates import lock_debate_rooms, stop_for_grounded
 
+        before_crow_grounded(lock_debate_rooms)
         on_crow_grounded(stop_for_grounded)

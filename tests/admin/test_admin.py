@@ -257,3 +257,21 @@ def test_nest_members_are_added_and_removed_through_the_action(staff, capture_ev
     assert refused.names() == [] and "not picked" in response.content.decode()
     # Raw edits of a nest are refused.
     assert staff.post(change(Nest, nest.pk), {"core": '["Rook"]'}).status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("model", "action"),
+    [(Crow, "quarantine"), (Approval, "approve"), (TrustHolder, "reset_to_stranger"), (Strike, "lift_cooldowns"),
+     (Nest, "add_member"), (User, "delete_selected")],
+)
+@pytest.mark.parametrize("junk", ["abc", "", "1.5", "99999999999999999999999", "1\x00"])
+def test_an_action_on_ids_that_are_not_ids_is_refused_with_a_message_and_does_nothing(staff, capture_events, model, action, junk):
+    """Stock Django looks a hand-made `_selected_action` up as it comes: a server error."""
+    crow = Crow.objects.get(name="Quill")
+    with capture_events() as events:
+        response = run_action(staff, model, action, [crow.pk, junk])
+    assert response.status_code == 200
+    shown = [str(m) for m in response.context["messages"]]
+    assert shown == [f"Nothing was done: {junk[:40]!r} is not the id of any {model._meta.verbose_name}."]
+    assert list(events) == []
+    assert Crow.objects.get(name="Quill").status == crow.status

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from flock.actions import crow_grounded
+from flock.actions import crow_grounded, lock_for_grounding
 from flock.actions import retire_crow as retire_flock_crow
 from flock.errors import BadInput, NotFound
 from flock.events import emit, register_event_names
@@ -79,6 +79,7 @@ def quarantine_crow(
     room's stream when `nest_id` is given). BadInput if it is not active."""
     with transaction.atomic():
         lock_event_log()
+        lock_for_grounding(crow.name if isinstance(crow, Crow) else crow)
         found = _locked_crow(crow)
         if found.status != Crow.Status.ACTIVE:
             raise BadInput(f"{found.name} is {found.status}, not active; only an active crow can be quarantined")

@@ -572,18 +572,29 @@ def stop_on_owners_word(inv: Invocation, boss: Crow) -> NestMessage | str:
 QUARANTINED = "was quarantined"
 
 
+def _taking_part(crow: str, nest: Nest | None = None) -> list[tuple[int, int]]:
+    """(debate pk, room pk) of every running debate `crow` takes part in (in `nest`)."""
+    rows = Debate.objects.filter(status=Debate.Status.RUNNING)
+    if nest is not None:
+        rows = rows.filter(nest=nest)
+    return [(d.pk, d.nest_id) for d in rows.order_by("id") if crow in (*d.crows, d.judge, d.moderator)]
+
+
+def lock_debate_rooms(crow: str) -> None:
+    """Before a crow is grounded (flock.actions.before_crow_grounded): lock the rooms of the
+    debates it takes part in, in id order, ahead of the crow's row, as a post in the room
+    takes them; stop_for_grounded finds them held."""
+    rooms = sorted({nest_pk for _, nest_pk in _taking_part(crow)})
+    if rooms:
+        list(Nest.objects.select_for_update().filter(pk__in=rooms).order_by("pk").values_list("pk", flat=True))
+
+
 def stop_for_grounded(crow: str, why: str, *, nest: Nest | None = None) -> list[NestMessage]:
     """A crow can no longer speak (`why`: "was quarantined", "was retired", "left the
     room"): every running debate it takes part in (in `nest`, or anywhere) stops. Call
     inside the transaction that grounded it."""
-    rows = Debate.objects.filter(status=Debate.Status.RUNNING)
-    if nest is not None:
-        rows = rows.filter(nest=nest)
-    taking_part = [
-        (d.pk, d.nest_id) for d in rows.order_by("id") if crow in (*d.crows, d.judge, d.moderator)
-    ]
     said = []
-    for pk, nest_pk in taking_part:
+    for pk, nest_pk in _taking_part(crow, nest):
         # The room, then the debate, as a post takes them; still running once both are held?
         Nest.objects.select_for_update().get(pk=nest_pk)
         debate = Debate.objects.select_for_update().filter(pk=pk, status=Debate.Status.RUNNING).first()

@@ -1,0 +1,87 @@
+"""Grounding a crow takes its debate's room before the crow, on PostgreSQL.
+
+The Sentry quarantines a crow from inside a post in a room: it holds the room's row, then
+locks the crow's. The admin quarantining (or retiring) the same crow used to lock the
+crow's row first and the room's after it, to stop the crow's debate there: the two
+transactions could wait for each other, and PostgreSQL would abort one. Now the grounding
+locks the rooms of the crow's running debates first (flock.actions.before_crow_grounded):
+while a second connection holds the room, the quarantine waits for it without holding
+the crow."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.services import missing_postgres, run_on_fresh_postgres
+
+pytestmark = [pytest.mark.scaleout, pytest.mark.live]
+
+_why = missing_postgres()
+if _why:
+    pytest.skip(_why, allow_module_level=True)
+
+SCRIPT = """
+import json, os, threading, time
+import psycopg
+from django.db import connection
+from flock import worker
+from flock.models import Crow
+from nests.actions import create_nest, post_message
+from nests.models import Debate
+from trust.actions import quarantine_crow
+
+create_nest("Arena", crows=["Hugin", "Munin", "Pepper"])
+post_message("arena", author="owner", text="@Hugin and @Munin, debate this: Go or Python for billing? Two rounds.")
+for _ in range(50):
+    if Debate.objects.filter(status="running").exists():
+        break
+    worker.run_pending(max_tasks=1)
+debate = Debate.objects.get(status="running")
+hugin = Crow.objects.get(name="Hugin").pk
+url = os.environ["DATABASE_URL"]
+steps = {"crows": debate.crows}
+
+holder = psycopg.connect(url)  # as the Sentry's post in the room would, until rolled back
+holder.execute("SELECT 1 FROM nests_nest WHERE id = %s FOR UPDATE", [debate.nest_id])
+finished = threading.Event()
+
+def ground():
+    quarantine_crow("Hugin", breach="owner_report", evidence="by hand", by="admin:ada")
+    connection.close()
+    finished.set()
+
+grounding = threading.Thread(target=ground)
+grounding.start()
+probe = psycopg.connect(url, autocommit=True)
+waiting = 0
+for _ in range(200):
+    waiting = probe.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+    ).fetchone()[0]
+    if waiting:
+        break
+    time.sleep(0.05)
+steps["waiting for the room"] = waiting
+try:
+    with probe.transaction():
+        probe.execute("SELECT 1 FROM flock_crow WHERE id = %s FOR UPDATE NOWAIT", [hugin])
+    steps["crow"] = "free"
+except psycopg.errors.LockNotAvailable:
+    steps["crow"] = "held"
+holder.rollback()
+grounding.join(30)
+steps["finished"] = finished.is_set()
+steps["debate"] = Debate.objects.get(pk=debate.pk).status
+steps["hugin"] = Crow.objects.get(pk=hugin).status
+print(json.dumps(steps))
+"""
+
+
+def test_quarantining_a_debater_locks_the_debates_room_before_the_crow(tmp_path):
+    steps = run_on_fresh_postgres(SCRIPT, tmp_path)
+
+    assert steps["crows"] == ["Hugin", "Munin"]
+    assert steps["waiting for the room"] == 1
+    assert steps["crow"] == "free"  # waiting for the room, it does not hold the crow yet
+    assert steps["finished"]
+    assert (steps["debate"], steps["hugin"]) == ("stopped", "quarantined")
