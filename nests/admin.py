@@ -21,6 +21,7 @@ from django.utils.html import format_html, format_html_join
 
 from flock.actions import EDITABLE_FIELDS, clean_crow_field, retire_crow, update_crow
 from flock.admin import AppendOnlyAdmin, CheckedActionsAdmin
+from flock.brains import missing_key
 from flock.errors import CrowsError
 from flock.models import Crow, Flight
 from flock.personas import TASK_TYPES
@@ -121,12 +122,12 @@ class ApprovalAdmin(AppendOnlyAdmin):
             try:
                 record_owner_verdict(approval.item_id, target=approval.target, approve=approve, by=who(request))
             except CrowsError as exc:
-                self.message_user(request, f"{approval}: {exc.message}", messages.WARNING)
+                self.message_user(request, f"Approval {approval}: {exc.message}", messages.WARNING)
             else:
                 done.append(str(approval))
         if done:
             word = "Approved" if approve else "Rejected"
-            self.message_user(request, f"{word}: {', '.join(done)}", messages.SUCCESS)
+            self.message_user(request, f"{word} {', '.join(done)}", messages.SUCCESS)
 
     @admin.action(description="Approve (verdict: approved)")
     def approve(self, request: HttpRequest, queryset: QuerySet[Approval]) -> None:
@@ -230,6 +231,14 @@ class CrowAdmin(CheckedActionsAdmin):
             update_crow(obj.name, by=who(request), **fields)
         except CrowsError as exc:
             self.message_user(request, f"{obj.name} not changed: {exc.message}", messages.ERROR)
+            return
+        where = missing_key(fields["model"]) if fields.get("model") else ""
+        if where:
+            # Saved all the same (the key may come later), but every call would fail until then.
+            self.message_user(
+                request, f"{obj.name} now uses {fields['model']}, but no API key is set for it: set {where} in "
+                "the server's environment; until then each of its calls fails.", messages.WARNING,
+            )
 
     def save_related(self, request: HttpRequest, form: forms.ModelForm, formsets: Any, change: bool) -> None:
         return None  # nothing related is edited here
@@ -390,9 +399,9 @@ class DecisionAdmin(AppendOnlyAdmin):
         try:
             closed = answer_decision(decision.decision_id, answer=text, by=who(request))
         except CrowsError as exc:
-            self.message_user(request, exc.message, messages.WARNING)
+            self.message_user(request, f"Decision {decision.decision_id}: {exc.message}", messages.WARNING)
         else:
-            self.message_user(request, f"{closed.decision_id}: {closed.outcome}", messages.SUCCESS)
+            self.message_user(request, f"Decision {closed.decision_id}: {closed.outcome}", messages.SUCCESS)
         return back
 
 

@@ -174,6 +174,22 @@ def test_editing_a_crows_persona_voice_and_model_goes_through_update_crow(staff,
     assert (scored["decider"], scored["crow"], scored["model"]) == ("admin:ada", "Pepper", "openai:gpt-4o-mini")
 
 
+@pytest.mark.parametrize("key", ["", "sk-test"])
+def test_a_model_whose_provider_has_no_key_is_saved_with_a_warning_naming_the_variable(staff, settings, monkeypatch, key):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    settings.CROWS_ANTHROPIC_API_KEY = key
+    crow = Crow.objects.get(name="Pepper")
+    form = {f: getattr(crow, f) for f in ("epithet", "strength", "backstory", "persona", "voice", "model")}
+    form["model"] = "anthropic:claude-sonnet-4-5"
+    shown = [str(m) for m in staff.post(change(Crow, crow.pk), form, follow=True).context["messages"]]
+    assert Crow.objects.get(name="Pepper").model == "anthropic:claude-sonnet-4-5"
+    warning = (
+        "Pepper now uses anthropic:claude-sonnet-4-5, but no API key is set for it: set CROWS_ANTHROPIC_API_KEY or "
+        "ANTHROPIC_API_KEY in the server's environment; until then each of its calls fails."
+    )
+    assert (warning in shown) == (not key)
+
+
 def test_a_bad_model_is_a_form_error_and_changes_nothing(staff, capture_events):
     crow = Crow.objects.get(name="Pepper")
     form = {f: getattr(crow, f) for f in ("epithet", "strength", "backstory", "persona", "voice", "model")}

@@ -47,8 +47,10 @@ def test_the_phrase_button_reinstates_through_answer_decision(staff, capture_eve
     answer = reverse("admin:trust_decision_answer", args=[decision.pk])
     assert staff.get(answer).status_code == 405
     with capture_events() as events:
-        staff.post(answer, {"answer": "phrase"})
+        done = staff.post(answer, {"answer": "phrase"}, follow=True)
     assert events.names() == ["crow.reinstated", "decision.closed"]
+    # The id keeps its case (the admin capitalises a message's first letter).
+    assert f"Decision {decision.decision_id}: reinstated" in done.content.decode()
     closed = events.named("decision.closed")[0]
     assert closed["outcome"] == "reinstated" and closed["by"] == "admin:ada"
     assert Crow.objects.get(name="Inky").status == "active"
