@@ -9,6 +9,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
 from django.core.exceptions import ValidationError
@@ -20,10 +21,28 @@ from flock.models import Event, Flight, JevTag
 _MAX_ID = 2**63 - 1
 
 
-class CheckedActionsAdmin(admin.ModelAdmin):
-    """Refuses an action on ids that are not ids of the model, with a message and nothing
-    done. Stock Django looks them up as they come and a hand-made `_selected_action=abc`
-    (or a number too large for the column) is a server error."""
+class CheckedAdmin(admin.ModelAdmin):
+    """Hand-made input the admin's own pages never send gets a clear answer, not the server
+    error stock Django gives it:
+    - an action on ids that are not ids of the model (`_selected_action=abc`, or a number
+      too large for the column): a message, and nothing done;
+    - a changelist lookup whose value the database cannot take (`?id__in=<a 30-digit
+      number>`, `?created_at__year=0`, a date drill-down past year 9999): Django's own
+      answer to a bad lookup, the changelist with `?e=1`;
+    - a regular-expression lookup (`?name__regex=(`): refused as a disallowed lookup (400)."""
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
+        if lookup.endswith(("__regex", "__iregex")):
+            return False
+        return super().lookup_allowed(lookup, value, request)
+
+    def get_changelist_instance(self, request: HttpRequest) -> Any:
+        try:
+            return super().get_changelist_instance(request)
+        except (ValueError, OverflowError) as exc:
+            # Raised while the changelist reads its filters and counts its rows: the
+            # lookup's value is out of the column's or the calendar's range.
+            raise IncorrectLookupParameters(exc) from exc
 
     def response_action(self, request: HttpRequest, queryset: Any, *args: Any, **kwargs: Any) -> HttpResponse | None:
         bad = [value for value in request.POST.getlist(ACTION_CHECKBOX_NAME) if not self._is_id(value)]
@@ -44,7 +63,7 @@ class CheckedActionsAdmin(admin.ModelAdmin):
         return not isinstance(pk, int) or -_MAX_ID <= pk <= _MAX_ID
 
 
-class AppendOnlyAdmin(CheckedActionsAdmin):
+class AppendOnlyAdmin(CheckedAdmin):
     """An append-only log: the admin may read it and never add, change or delete a row.
 
     Without delete permission the changelist also loses `delete_selected`."""
@@ -96,4 +115,4 @@ class JevTagAdmin(AppendOnlyAdmin):
 for _model, _admin in ((User, UserAdmin), (Group, GroupAdmin)):
     if admin.site.is_registered(_model):
         admin.site.unregister(_model)
-    admin.site.register(_model, type(_admin.__name__, (CheckedActionsAdmin, _admin), {}))
+    admin.site.register(_model, type(_admin.__name__, (CheckedAdmin, _admin), {}))

@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from flock.actions import EDITABLE_FIELDS, clean_crow_field, retire_crow, update_crow
-from flock.admin import AppendOnlyAdmin, CheckedActionsAdmin
+from flock.admin import AppendOnlyAdmin, CheckedAdmin
 from flock.brains import missing_key
 from flock.errors import CrowsError
 from flock.models import Crow, Flight
@@ -161,7 +161,7 @@ class CrowForm(forms.ModelForm):
 
 
 @admin.register(Crow)
-class CrowAdmin(CheckedActionsAdmin):
+class CrowAdmin(CheckedAdmin):
     form = CrowForm
     list_display = ("name", "epithet", "role", "status", "brain", "on_the_roster")
     list_filter = ("status", "role")

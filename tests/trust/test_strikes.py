@@ -75,6 +75,23 @@ def test_cooldown_doubles_with_each_strike_within_a_day(db, tight_limits):
     assert cooldowns == [60, 120, 240]
 
 
+def test_the_cooldown_stops_doubling_at_a_day_however_many_strikes_the_day_holds(db, tight_limits):
+    # The admin's Lift cooldown ends a cooldown but leaves its strike counted: 40 strikes
+    # in a day would be a cooldown of 60 * 2**40 s, past any date (it was a server error).
+    key = poster_key(requester="mallory")
+    now = timezone.now()
+    Strike.objects.bulk_create(
+        Strike(key=key, kind="list", cooldown_s=60, at=now - timedelta(minutes=n + 1), until=now - timedelta(minutes=n))
+        for n in range(40)
+    )
+    for _ in range(3):
+        admit_post(key, kind="list")
+    with pytest.raises(RateLimited) as refused:
+        admit_post(key, kind="list")
+    assert refused.value.cooldown_s == 86_400
+    assert "86400" in refused.value.message
+
+
 def test_requesters_crows_and_the_owner_never_share_strikes(db, tight_limits):
     for _ in range(3):
         admit_post(poster_key(requester="Pepper"), kind="list")

@@ -56,6 +56,19 @@ def _limit(kind: Kind) -> int:
     return settings.CROWS_LIST_RATE_PER_MIN if kind == "list" else settings.CROWS_NEST_POST_RATE_PER_MIN
 
 
+# A cooldown doubles with each strike within a day (DECISIONS.md), up to a day: strikes
+# older than that no longer count, and unbounded doubling would soon pass any date (the
+# admin's Lift cooldown leaves the strikes counted, so they can pile up within a day).
+MAX_COOLDOWN_S = 86_400
+
+
+def prank_cooldown_s(earlier: int) -> int:
+    """The cooldown of a strike after `earlier` strikes within the last day."""
+    base = settings.CROWS_PRANK_COOLDOWN_S
+    cap = max(base, MAX_COOLDOWN_S)
+    return min(base * 2 ** min(earlier, cap.bit_length()), cap)
+
+
 def admit_post(key: str, *, kind: Kind) -> None:
     """Count one post by `key`, or refuse it with RateLimited (after committing any strike).
     The rate is a rolling minute (docs/LISTS.md, 429): a post made as the cooldown ends,
@@ -76,7 +89,7 @@ def admit_post(key: str, *, kind: Kind) -> None:
             recent = Post.objects.filter(key=key, kind=kind, at__gt=now - timedelta(minutes=1)).count()
             if recent >= _limit(kind):
                 earlier = Strike.objects.filter(key=key, at__gt=now - timedelta(days=1)).count()
-                cooldown = settings.CROWS_PRANK_COOLDOWN_S * (2**earlier)
+                cooldown = prank_cooldown_s(earlier)
                 message = PRANKS[earlier % len(PRANKS)].format(s=cooldown)
                 Strike.objects.create(
                     key=key, kind=kind, cooldown_s=cooldown, at=now,
