@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.services import missing_postgres, run_on_fresh_postgres
+from tests.support.services import LOCK_PROBES, missing_postgres, run_on_fresh_postgres
 
 pytestmark = [pytest.mark.scaleout, pytest.mark.live]
 
@@ -23,8 +23,8 @@ _why = missing_postgres()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-SCRIPT = """
-import json, os, threading, time
+SCRIPT = LOCK_PROBES + """
+import json, os, threading
 import psycopg
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
@@ -56,26 +56,9 @@ def fly():
 flight = threading.Thread(target=fly)
 flight.start()
 probe = psycopg.connect(url, autocommit=True)
-waiting = 0
-for _ in range(200):
-    waiting = probe.execute(
-        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
-    ).fetchone()[0]
-    if waiting:
-        break
-    time.sleep(0.05)
-steps["waiting for the item"] = waiting
-
-def row_lock(table, pk):
-    try:
-        with probe.transaction():
-            probe.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR UPDATE NOWAIT", [pk])
-        return "free"
-    except psycopg.errors.LockNotAvailable:
-        return "held"
-
-steps["list"] = row_lock("nests_todolist", todo.pk)
-steps["sortie"] = row_lock("nests_sortie", sortie.pk)
+steps["waiting for the item"] = lock_waiters(probe)
+steps["list"] = row_lock(probe, "nests_todolist", todo.pk)
+steps["sortie"] = row_lock(probe, "nests_sortie", sortie.pk)
 steps["finished before the item was let go"] = finished.is_set()
 holder.rollback()
 flight.join(30)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.services import missing_postgres, run_on_fresh_postgres
+from tests.support.services import LOCK_PROBES, missing_postgres, run_on_fresh_postgres
 
 pytestmark = [pytest.mark.scaleout, pytest.mark.live]
 
@@ -20,8 +20,8 @@ _why = missing_postgres()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-SCRIPT = """
-import json, os, threading, time
+SCRIPT = LOCK_PROBES + """
+import json, os, threading
 import psycopg
 from django.db import connection
 from flock import worker
@@ -53,21 +53,8 @@ def ground():
 grounding = threading.Thread(target=ground)
 grounding.start()
 probe = psycopg.connect(url, autocommit=True)
-waiting = 0
-for _ in range(200):
-    waiting = probe.execute(
-        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
-    ).fetchone()[0]
-    if waiting:
-        break
-    time.sleep(0.05)
-steps["waiting for the room"] = waiting
-try:
-    with probe.transaction():
-        probe.execute("SELECT 1 FROM flock_crow WHERE id = %s FOR UPDATE NOWAIT", [hugin])
-    steps["crow"] = "free"
-except psycopg.errors.LockNotAvailable:
-    steps["crow"] = "held"
+steps["waiting for the room"] = lock_waiters(probe)
+steps["crow"] = row_lock(probe, "flock_crow", hugin)
 holder.rollback()
 grounding.join(30)
 steps["finished"] = finished.is_set()

@@ -72,6 +72,35 @@ def fresh_postgres_database() -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+# For scripts given to run_on_fresh_postgres that check which row locks a transaction holds
+# while it waits (prepend it): `lock_waiters(probe)` waits until a backend of the database
+# waits for a lock and returns how many do; `row_lock(probe, table, pk)` is "held" or "free".
+# `probe` is an autocommit psycopg connection.
+LOCK_PROBES = """
+import time
+import psycopg
+
+def lock_waiters(probe):
+    waiting = 0
+    for _ in range(200):
+        waiting = probe.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        ).fetchone()[0]
+        if waiting:
+            break
+        time.sleep(0.05)
+    return waiting
+
+def row_lock(probe, table, pk):
+    try:
+        with probe.transaction():
+            probe.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR UPDATE NOWAIT", [pk])
+        return "free"
+    except psycopg.errors.LockNotAvailable:
+        return "held"
+"""
+
+
 def run_on_fresh_postgres(script: str, data_dir: Path, *, timeout: float = 300) -> Any:
     """Migrate a fresh PostgreSQL database, run `script` in `manage.py shell` against it,
     and return the JSON the script printed on its last line."""
