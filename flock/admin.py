@@ -10,9 +10,8 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.options import IncorrectLookupParameters
-from django.contrib.auth.admin import GroupAdmin, UserAdmin
-from django.contrib.auth.models import Group, User
 from django.core.exceptions import ValidationError
+from django.db import DataError
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
 from flock.models import Event, Flight, JevTag
@@ -39,9 +38,10 @@ class CheckedAdmin(admin.ModelAdmin):
     def get_changelist_instance(self, request: HttpRequest) -> Any:
         try:
             return super().get_changelist_instance(request)
-        except (ValueError, OverflowError) as exc:
+        except (ValueError, OverflowError, DataError) as exc:
             # Raised while the changelist reads its filters and counts its rows: the
-            # lookup's value is out of the column's or the calendar's range.
+            # lookup's value is out of the column's or the calendar's range, or holds what
+            # the database cannot store (a NUL, on PostgreSQL).
             raise IncorrectLookupParameters(exc) from exc
 
     def response_action(self, request: HttpRequest, queryset: Any, *args: Any, **kwargs: Any) -> HttpResponse | None:
@@ -111,8 +111,12 @@ class JevTagAdmin(AppendOnlyAdmin):
     ordering = ("-id",)
 
 
-# Django's own accounts get the same check: re-registered with it.
-for _model, _admin in ((User, UserAdmin), (Group, GroupAdmin)):
-    if admin.site.is_registered(_model):
-        admin.site.unregister(_model)
-    admin.site.register(_model, type(_admin.__name__, (CheckedAdmin, _admin), {}))
+def check_every_panel(site: admin.AdminSite = admin.site) -> None:
+    """Give every panel registered by another app (Django's Users and Groups, the task
+    results of django-tasks-db) the checks of CheckedAdmin: re-registered as a subclass of
+    its own admin class. Run once every admin module is loaded (flock's ready())."""
+    for model, model_admin in list(site._registry.items()):
+        own = type(model_admin)
+        if not isinstance(model_admin, CheckedAdmin):
+            site.unregister(model)
+            site.register(model, type(own.__name__, (CheckedAdmin, own), {"__module__": own.__module__}))

@@ -42,7 +42,11 @@ class FlockConfig(AppConfig):
 
     def ready(self) -> None:
         from flock import worker
+        from flock.admin import check_every_panel
         from flock.stream.consumer import register_stream_key
+
+        # django.contrib.admin comes first in INSTALLED_APPS: every admin module is loaded.
+        check_every_panel()
 
         worker.connect_signals()
         _check_default_brain()

@@ -19,7 +19,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from flock.actions import EDITABLE_FIELDS, clean_crow_field, retire_crow, update_crow
+from flock.actions import EDITABLE_FIELDS, clean_crow_field, update_crow
 from flock.admin import AppendOnlyAdmin, CheckedAdmin
 from flock.brains import missing_key
 from flock.errors import CrowsError
@@ -28,7 +28,7 @@ from flock.personas import TASK_TYPES
 from nests import queries
 from nests.actions import add_nest_member, remove_nest_member
 from nests.models import Item, Nest, NestMessage
-from trust.actions import answer_decision, quarantine_crow, record_owner_verdict, reinstate_crow
+from trust.actions import answer_decision, quarantine_crow, record_owner_verdict, reinstate_crow, retire_crow
 from trust.admin import who
 from trust.models import LEVEL_NAMES, Approval, Breach, Decision, Verdict
 from trust.queries import trust_balance
@@ -274,7 +274,8 @@ class CrowAdmin(CheckedAdmin):
                 self.message_user(request, f"{crow.name} still holds {', '.join(holding)}; not retired", messages.WARNING)
                 continue
             try:
-                retire_crow(crow.name, retired_by=who(request), reason="retired from the admin")
+                # trust's retire: it also closes any open decision about the crow as `retired`.
+                retire_crow(crow.name, by=who(request), reason="retired from the admin")
             except CrowsError as exc:
                 self.message_user(request, exc.message, messages.WARNING)
             else:

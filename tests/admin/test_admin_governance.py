@@ -115,3 +115,13 @@ def test_the_breach_log_is_read_only(staff):  # noqa: F811
     assert staff.get(changelist(Breach)).status_code == 200
     assert staff.get(reverse("admin:trust_breach_delete", args=[breach.pk])).status_code == 403
     assert staff.post(change(Breach, breach.pk), {"kind": "redo"}).status_code == 403
+
+
+def test_retire_from_the_crow_list_closes_the_crows_open_decision_as_retired(staff, capture_events):  # noqa: F811
+    decision = quarantine_decision("Soot")
+    with capture_events() as events:
+        run_action(staff, Crow, "retire", [Crow.objects.get(name="Soot").pk])
+    assert events.names() == ["crow.retired", "decision.closed"]
+    closed = events.named("decision.closed")[0]
+    assert (closed["decision_id"], closed["outcome"], closed["by"]) == (decision.decision_id, "retired", "admin:ada")
+    assert Decision.objects.get(pk=decision.pk).outcome == "retired"

@@ -56,7 +56,7 @@ def _limit(kind: Kind) -> int:
     return settings.CROWS_LIST_RATE_PER_MIN if kind == "list" else settings.CROWS_NEST_POST_RATE_PER_MIN
 
 
-# A cooldown doubles with each strike within a day (DECISIONS.md), up to a day: strikes
+# A cooldown doubles with each strike within a day (docs/LISTS.md, 429), up to a day: strikes
 # older than that no longer count, and unbounded doubling would soon pass any date (the
 # admin's Lift cooldown leaves the strikes counted, so they can pile up within a day).
 MAX_COOLDOWN_S = 86_400
@@ -66,6 +66,7 @@ def prank_cooldown_s(earlier: int) -> int:
     """The cooldown of a strike after `earlier` strikes within the last day."""
     base = settings.CROWS_PRANK_COOLDOWN_S
     cap = max(base, MAX_COOLDOWN_S)
+    # 2 ** cap.bit_length() > cap: the exponent is bounded and still reaches the cap.
     return min(base * 2 ** min(earlier, cap.bit_length()), cap)
 
 

@@ -584,7 +584,7 @@ def lock_debate_rooms(crow: str) -> None:
     """Before a crow is grounded (flock.actions.before_crow_grounded): lock the rooms of the
     debates it takes part in, in id order, ahead of the crow's row, as a post in the room
     takes them; stop_for_grounded finds them held."""
-    rooms = sorted({nest_pk for _, nest_pk in _taking_part(crow)})
+    rooms = {nest_pk for _, nest_pk in _taking_part(crow)}
     if rooms:
         list(Nest.objects.select_for_update().filter(pk__in=rooms).order_by("pk").values_list("pk", flat=True))
 

@@ -41,7 +41,7 @@ from django.conf import settings
 from django.db import transaction
 
 from flock import jev as jev_service
-from flock.actions import KEPT_ROLES
+from flock.actions import KEPT_ROLES, lock_for_grounding
 from flock.brains.header import parse_header
 from flock.events import lock_event_log
 from flock.models import Crow, JevTag
@@ -304,6 +304,9 @@ def flag_breach(crow: Crow, *, nest: Nest, finding: Finding, offending: str = ""
             crow.name, kind=finding.kind, score=finding.score, evidence=finding.evidence,
             nest_id=nest.nest_id, msg_id=offending, subject=finding.subject or offending,
         )
+        # The crow's debate rooms before the crow, as every grounding takes them
+        # (flock.actions.before_crow_grounded): this room is held already.
+        lock_for_grounding(crow.name)
         current = Crow.objects.select_for_update().get(pk=crow.pk)
         if not breach.flagged or current.status != Crow.Status.ACTIVE:
             return None
