@@ -396,6 +396,10 @@ class DecisionAdmin(AppendOnlyAdmin):
         if decision is None or choice not in self.ANSWERS:
             self.message_user(request, "Pick the phrase, Retire or No on an open decision.", messages.ERROR)
             return back
+        if (choice == "retire" and decision.kind != Decision.Kind.QUARANTINE) or (choice == "phrase" and not decision.phrase):
+            # Not a button this decision shows: "retire" would be read as any other answer.
+            self.message_user(request, f"Decision {decision.decision_id} has no {choice} answer.", messages.ERROR)
+            return back
         text = {"phrase": decision.phrase, "retire": "retire", "no": "no"}[choice]
         try:
             closed = answer_decision(decision.decision_id, answer=text, by=who(request))

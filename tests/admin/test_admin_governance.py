@@ -70,6 +70,17 @@ def test_retire_and_no_from_the_decision_list(staff, capture_events):  # noqa: F
     assert Crow.objects.get(name="Rook").status == "quarantined"
 
 
+def test_an_answer_the_decision_shows_no_button_for_is_refused_and_changes_nothing(staff, capture_events):  # noqa: F811
+    choice = open_decision(subject="logo", question="Round or square?", options=["round", "square"])
+    answer = reverse("admin:trust_decision_answer", args=[choice.pk])
+    for missing in ("retire", "phrase"):
+        with capture_events() as events:
+            response = staff.post(answer, {"answer": missing}, follow=True)
+        assert events.names() == []
+        assert f"Decision {choice.decision_id} has no {missing} answer." in response.content.decode()
+    assert Decision.objects.get(pk=choice.pk).status == "open"
+
+
 def test_decisions_cannot_be_added_edited_or_deleted_raw(staff):  # noqa: F811
     decision = quarantine_decision("Hugin")
     assert staff.get(reverse("admin:trust_decision_add")).status_code == 403
