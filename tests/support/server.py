@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -25,15 +26,33 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# Jev's cache is keyed by its training data, so every test server shares one.
+JEV_TEST_CACHE = ROOT / ".data" / "jev-test-cache"
+_jev_cache_lock = threading.Lock()
+_jev_cache_ready = False
+
+
+def ensure_jev_cache() -> None:
+    """Train Jev's models into the servers' cache here, once per test run, before the first
+    server needs them. On a fresh clone the first server otherwise trains them itself (tens
+    of seconds on a busy machine), and a test's first post waited for it past its timeout."""
+    global _jev_cache_ready
+    with _jev_cache_lock:
+        if not _jev_cache_ready:
+            from flock.jev.service import Jev
+
+            Jev(cache_dir=JEV_TEST_CACHE).warm()
+            _jev_cache_ready = True
+
+
 def base_env(**overrides: str) -> dict[str, str]:
+    ensure_jev_cache()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CROWS_", "DJANGO_", "PYTEST"))}
     env.pop("DATABASE_URL", None)
     env.pop("REDIS_URL", None)
     env["DJANGO_SETTINGS_MODULE"] = "crows_site.settings"
     env["PYTHONUNBUFFERED"] = "1"
-    # Jev's cache is keyed by its training data, so every test server can share one and
-    # none trains from scratch.
-    env["CROWS_JEV_CACHE_DIR"] = str(ROOT / ".data" / "jev-test-cache")
+    env["CROWS_JEV_CACHE_DIR"] = str(JEV_TEST_CACHE)
     env.update(overrides)
     return env
 
