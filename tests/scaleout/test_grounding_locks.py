@@ -21,15 +21,14 @@ _why = missing_postgres()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-SCRIPT = LOCK_PROBES + """
+# Both scripts start from Hugin and Munin debating in Arena (`debate`), with the lock probes.
+A_RUNNING_DEBATE = LOCK_PROBES + """
 import json, os, threading
 import psycopg
-from django.db import connection
 from flock import worker
 from flock.models import Crow
 from nests.actions import create_nest, post_message
 from nests.models import Debate
-from trust.actions import quarantine_crow
 
 create_nest("Arena", crows=["Hugin", "Munin", "Pepper"])
 post_message("arena", author="owner", text="@Hugin and @Munin, debate this: Go or Python for billing? Two rounds.")
@@ -38,6 +37,12 @@ for _ in range(50):
         break
     worker.run_pending(max_tasks=1)
 debate = Debate.objects.get(status="running")
+"""
+
+SCRIPT = A_RUNNING_DEBATE + """
+from django.db import connection
+from trust.actions import quarantine_crow
+
 hugin = Crow.objects.get(name="Hugin").pk
 url = os.environ["DATABASE_URL"]
 steps = {"crows": debate.crows}
@@ -75,23 +80,11 @@ def test_quarantining_a_debater_locks_the_debates_room_before_the_crow(tmp_path)
     assert (steps["debate"], steps["hugin"]) == ("stopped", "quarantined")
 
 
-SENTRY_ELSEWHERE = LOCK_PROBES + """
-import json, os, threading
-import psycopg
+SENTRY_ELSEWHERE = A_RUNNING_DEBATE + """
 from django.db import connection, transaction
-from flock import worker
-from flock.models import Crow
-from nests.actions import create_nest, post_message
 from nests.actions.chat.sentry import Finding, flag_breach
-from nests.models import Debate, Nest
+from nests.models import Nest
 
-create_nest("Arena", crows=["Hugin", "Munin", "Pepper"])
-post_message("arena", author="owner", text="@Hugin and @Munin, debate this: Go or Python for billing? Two rounds.")
-for _ in range(50):
-    if Debate.objects.filter(status="running").exists():
-        break
-    worker.run_pending(max_tasks=1)
-debate = Debate.objects.get(status="running")
 forge = create_nest("Forge", crows=["Hugin", "Pepper"])
 hugin = Crow.objects.get(name="Hugin")
 url = os.environ["DATABASE_URL"]
