@@ -17,6 +17,9 @@ case "$HOST" in
 esac
 bash scripts/setup.sh
 .venv/bin/python manage.py migrate --noinput
+# Jev's models are trained once per install (about 20 s) and cached: here, not in the
+# server's warm-up thread, where the owner's first message would wait for them.
+.venv/bin/python manage.py jev_warm
 echo
 echo "  so-many-crows is flying at http://${HOST}:${PORT}/   (brain: ${CROWS_BRAIN:-mock}; Ctrl+C stops)"
 echo

@@ -124,6 +124,20 @@ class Jev:
                 self._loaded[name] = ready
         return ready
 
+    def broken(self) -> dict[str, JevDataError]:
+        """The questions whose data could not be read, by name, with the error naming the file
+        and line; the others are served without them."""
+        self.questions()
+        return dict(self._broken)
+
+    def is_cached(self, name: str) -> bool:
+        """Whether the question's model for its current data is in the cache (so loading it
+        takes a moment, not a training run)."""
+        from flock.jev.model import cache_path
+
+        question = self.question(name)
+        return cache_path(self.cache_dir, question, question.data_hash()).exists()
+
     def ask(self, question: str, text: str, *, second_opinion: bool = True) -> JevAnswer:
         """Answer ``question`` about ``text``. With ``second_opinion`` (the default) an unsure
         answer may be settled by the optional LLM second opinion (llm.py); jev_eval passes
@@ -158,8 +172,11 @@ class Jev:
 
         ``kind`` goes first: every posted message waits for it, and training from scratch
         takes seconds (docs/JEV.md, "Training time")."""
-        names = sorted(self.questions(), key=lambda name: (name != "kind", name))
-        return {name: self.loaded(name).model.version for name in names}
+        return {name: self.loaded(name).model.version for name in self.warm_order()}
+
+    def warm_order(self) -> list[str]:
+        """The questions in the order `warm` loads them: ``kind`` first."""
+        return sorted(self.questions(), key=lambda name: (name != "kind", name))
 
 
 _default: Jev | None = None

@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import threading
+from io import StringIO
 from pathlib import Path
 
 import numpy as np
@@ -371,3 +372,44 @@ def test_every_answer_jev_gives_the_chatroom_is_logged_with_its_probabilities(db
     expectation = tags["expectation"]
     assert expectation.impl and expectation.version and expectation.band in ("high", "unsure")
     assert abs(sum(expectation.probs.values()) - 1.0) < 1e-3 and expectation.choice in expectation.probs
+
+
+def test_jev_warm_trains_what_is_missing_then_only_loads_it(colour_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from flock.management.commands import jev_warm
+
+    monkeypatch.setattr(jev_warm, "default_jev", lambda: colour_jev(colour_dir))
+    out = StringIO()
+    call_command("jev_warm", stdout=out)
+    first = out.getvalue()
+    # The long step is announced before it starts, then timed.
+    assert first.index("jev: training colour") < first.index("jev: colour trained in")
+    assert "1 model(s) trained into" in first
+    assert list((colour_dir.parent / "cache").glob("colour-*.joblib"))
+
+    out = StringIO()
+    call_command("jev_warm", stdout=out)
+    again = out.getvalue()
+    assert "training" not in again
+    assert "jev: colour loaded from the cache" in again
+    assert "every model was cached" in again
+
+
+def test_jev_warm_names_broken_question_data_and_warms_the_rest(colour_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from flock.management.commands import jev_warm
+
+    write_jsonl(colour_dir / "shade.jsonl", [{"text": t, "tone": "warm"} for t in WARM] + [{"text": t, "tone": "cool"} for t in COOL])
+    (colour_dir / "shade.json").write_text(json.dumps({"label_field": "tone"}))
+    (colour_dir / "colour.jsonl").write_text('{"text": "ember", "tone": "warm"}\nnot json\n', encoding="utf-8")
+    monkeypatch.setattr(jev_warm, "default_jev", lambda: colour_jev(colour_dir))
+    out, err = StringIO(), StringIO()
+    call_command("jev_warm", stdout=out, stderr=err)
+    # As a server would: the broken question is named with its file and line, the rest is served.
+    assert re.search(r"jev: question colour\S* was not trained: .*colour\.jsonl:2", err.getvalue())
+    assert "jev: shade trained in" in out.getvalue()
+
+
+def test_run_sh_warms_jev_before_the_server_starts() -> None:
+    # The owner's first message must not wait for a training run in the server's warm-up
+    # thread: run.sh trains the cache first (docs/JEV.md, "Training time").
+    steps = [line.split()[:3] for line in (REPO / "scripts" / "run.sh").read_text().splitlines() if line.startswith((".venv", "exec"))]
+    assert steps.index([".venv/bin/python", "manage.py", "jev_warm"]) < steps.index(["exec", ".venv/bin/daphne", "-b"])
