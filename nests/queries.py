@@ -46,6 +46,15 @@ def nests_for_listing() -> list[Nest]:
     return list(Nest.objects.exclude(kind=Nest.Kind.DIRECT).order_by("id"))
 
 
+def living_core(nest: Nest, living: set[str] | None = None) -> list[str]:
+    """The nest's core crows that are still in the flock: a retired crow is a member
+    nowhere (docs/CHATROOM.md), though the room's stored core keeps its name. `living`, the
+    names of the crows not retired, saves the query when many nests are listed."""
+    if living is None:
+        living = set(flock_queries.living_crows().values_list("name", flat=True))
+    return [c for c in nest.core if c in living]
+
+
 def crow_members(nest: Nest) -> list[str]:
     """The crows who may speak in a nest (the owner may speak everywhere)."""
     # Every post asks this: names and roles only, not whole crows.
@@ -323,7 +332,7 @@ def nest_detail(nest: Nest) -> dict[str, Any]:
         "nest_id": nest.nest_id,
         "name": nest.name,
         "kind": nest.kind,
-        "core": nest.core,
+        "core": living_core(nest, set(crows)),
         "members": [OWNER, *names],
         "crows": [
             {"name": n, "role": crows[n].role, "status": crows[n].status} for n in names if n in crows

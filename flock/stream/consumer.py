@@ -25,6 +25,7 @@ from django.db.models.functions import Cast
 
 from flock.db import DATABASE_AWAY, RETRY_AFTER_S, database_away
 from flock.models import Event
+from flock.schemas import ID_MAX
 from flock.stream.flow import Flow, give_memory_back
 from flock.stream.hub import Subscriber, hub
 from flock.stream.retention import ahead_cursor_frame, stale_cursor_frame
@@ -231,6 +232,8 @@ class EventStreamConsumer(AsyncHttpConsumer):
                 raise BadStream(400, f"{param} must not be empty")
             if "\x00" in key:  # PostgreSQL cannot even compare a string holding one
                 raise BadStream(400, f"{param} must not contain NUL characters")
+            if len(key) > ID_MAX:  # as every identifier the API reads (docs/API.md)
+                raise BadStream(400, f"{param} must be at most {ID_MAX} characters")
             try:
                 exists = await sync_to_async(_check_exists, thread_sensitive=False)(param, key)
             except DatabaseError as exc:

@@ -13,10 +13,12 @@ router = Router(tags=["nests"])
 
 @router.get("/nests", response={200: NestsOut, **errors()})
 def list_nests(request: HttpRequest) -> dict[str, object]:
+    living = set(flock_queries.living_crows().values_list("name", flat=True))
     return {
         "roster": flock_queries.roster_names(),
         "nests": [
-            {"nest_id": n.nest_id, "name": n.name, "crows": n.core} for n in queries.nests_for_listing()
+            {"nest_id": n.nest_id, "name": n.name, "crows": queries.living_core(n, living)}
+            for n in queries.nests_for_listing()
         ],
     }
 

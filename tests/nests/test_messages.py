@@ -136,6 +136,13 @@ def test_a_retired_crow_is_no_longer_a_member(client, launch):
     retire_crow("Munin", retired_by="Boss")
     r = post(client, "launch", {"author": "Munin", "text": "still here?"})
     assert r.status_code == 400 and "not a member" in r.json()["message"]
+    # Nor is it listed as one: not in the room's crows, its core, or its members.
+    listed = {n["nest_id"]: n["crows"] for n in client.get("/api/nests").json()["nests"]}
+    assert listed["launch"] == ["Hugin"]
+    detail = client.get("/api/nests/launch").json()
+    assert detail["core"] == ["Hugin"]
+    assert "Munin" not in detail["members"]
+    assert "Munin" not in [c["name"] for c in detail["crows"]]
 
 
 def test_a_second_claim_on_a_solo_request_over_the_api_is_a_409(client, launch):

@@ -191,6 +191,9 @@ def test_a_client_that_leaves_is_cleaned_up_at_once(server):
         ("?since=1.5", 400, "cursor"),
         ("?nest_id=", 400, "empty"),
         ("?nest_id=todo&list_id=x", 400, "one stream"),
+        # Over 100 characters, as every identifier the API reads: 400, not "no such".
+        ("?list_id=" + "L" * 101, 400, "list_id must be at most 100 characters"),
+        ("?nest_id=" + "n" * 101, 400, "nest_id must be at most 100 characters"),
     ],
 )
 def test_bad_stream_requests_get_a_clear_4xx(server, query, status, words):
