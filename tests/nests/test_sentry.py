@@ -354,6 +354,9 @@ def test_a_redo_jev_reads_as_talk_is_still_judged_by_its_header(launch, script, 
     offending = NestMessage.objects.get(author="Munin")
     assert (offending.kind, offending.tagged_by) == ("say", "disagreement")
     assert_flagged_once("Munin", Breach.Kind.REDO, offending.msg_id)
+    # The stored kind reads "say", so the evidence says what the Sentry judged.
+    flag = NestMessage.objects.get(kind="flag")
+    assert "(by its own header, deliver; Jev read the message as say)" in flag.text
 
 
 def test_a_decline_jev_reads_as_talk_still_counts_as_declined(launch, script, fake_jev):

@@ -110,7 +110,8 @@ def test_the_sentrys_flag_offers_retire_only_for_a_crow_that_can_be_retired():
     from nests.actions.chat.sentry import Finding, _flag_text
 
     finding = Finding("redo", 1.0, "delivered twice.")
-    assert "“retire”" in _flag_text(Crow.objects.get(name="Rook"), finding, "yes, reinstate Rook", "")
+    # "retire" said in a room is talk, so the flag points at the card's button instead.
+    assert "press Retire on its decision card" in _flag_text(Crow.objects.get(name="Rook"), finding, "yes, reinstate Rook", "")
     assert "retire" not in _flag_text(Crow.objects.get(name="Boss"), finding, "yes, reinstate Boss", "")
 
 

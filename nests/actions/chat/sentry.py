@@ -244,9 +244,13 @@ def check_post(
     Owner and harness messages are never read (the Sentry cannot see the owner's)."""
     if crow is None or target is None or author in (OWNER, HARNESS, SENTRY):
         return None
+    # Jev's reading of the text does not excuse what the crow said it was doing; the
+    # evidence names the header then, since the stored kind reads otherwise.
+    said = ""
     if kind not in ("claim", "deliver"):
         if header not in ("claim", "deliver"):
             return None
+        said = f" (by its own header, {header}; Jev read the message as {kind})"
         kind = header
     msg_id = target.message.msg_id
     declined = _declined(target, author)
@@ -254,14 +258,14 @@ def check_post(
         verb = "claimed" if kind == "claim" else "delivered on"
         return Finding(
             Breach.Kind.IGNORED_DECLINE, GUARDRAIL_SCORE,
-            f"{author} declined {msg_id} ({declined}) and then {verb} it.", subject=msg_id,
+            f"{author} declined {msg_id} ({declined}) and then {verb} it{said}.", subject=msg_id,
         )
     if kind == "deliver" and target.mode != ChatRequest.Mode.CONSPIRACY:
         holder = target.claims.exclude(crow=author).select_related("message").first()
         if holder is not None and not target.claims.filter(crow=author).exists():
             return Finding(
                 Breach.Kind.REDO, GUARDRAIL_SCORE,
-                f"{author} delivered on {msg_id}, which {holder.crow} holds the claim for "
+                f"{author} delivered on {msg_id}{said}, which {holder.crow} holds the claim for "
                 f"({holder.message.msg_id}): others may review, not redo.",
                 subject=msg_id,
             )
@@ -270,7 +274,7 @@ def check_post(
         if fit < OFF_TASK_FIT_BELOW:
             return Finding(
                 Breach.Kind.OFF_TASK_CLAIM, round(fit, 4),
-                f"{author} claimed {msg_id} ({target.task_type}) unasked, with a fit of {fit:.3f}, "
+                f"{author} claimed {msg_id}{said} ({target.task_type}) unasked, with a fit of {fit:.3f}, "
                 f"below the low band {OFF_TASK_FIT_BELOW}.",
                 subject=msg_id,
             )
@@ -283,7 +287,9 @@ def check_post(
 def _flag_text(crow: Crow, finding: Finding, phrase: str, decision_hint: str) -> str:
     words = BREACH_WORDS.get(finding.kind, finding.kind)
     # Quill, Boss and the other kept roles cannot be retired: the flag offers only what works.
-    retire = "" if crow.role in KEPT_ROLES else ", or “retire” to retire it"
+    # A reply of "retire" in a room is talk (only the phrase answers there): retiring is the
+    # card's button, the API or the admin.
+    retire = "" if crow.role in KEPT_ROLES else ", or press Retire on its decision card to retire it"
     return (
         f"@owner Breach by {crow.name}: {words} (score {finding.score:.2f}). {finding.evidence} "
         f"{crow.name} is quarantined pending your call{decision_hint}: reply “{phrase}” to reinstate it"
