@@ -135,6 +135,10 @@ def _rule_broken(where: str, error: dict) -> str:
 
 @api.exception_handler(CrowsError)
 def on_crows_error(request: HttpRequest, exc: CrowsError) -> HttpResponse:
+    # An action checks its input before it looks the room up (nothing is written either
+    # way); only this error path pays for asking whether the room exists.
+    if exc.status == 400 and (unknown := _unknown_room(request)) is not None:
+        return unknown
     response = api.create_response(request, exc.body(), status=exc.status)
     if isinstance(exc, RateLimited):
         # What the body's cooldown_s says, where HTTP clients look for it (RFC 9110).
@@ -142,8 +146,26 @@ def on_crows_error(request: HttpRequest, exc: CrowsError) -> HttpResponse:
     return response
 
 
+def _unknown_room(request: HttpRequest) -> HttpResponse | None:
+    """The 404 for a path naming a room that does not exist, or None.
+
+    EVENTS.md answers a post to an unknown nest with 404 and bad input with 400; a request
+    that is both gets the 404, as the endpoints whose bodies pass validation already do
+    (the view looks the room up first): the room is what the request is about."""
+    from nests.queries import room_exists
+
+    match = getattr(request, "resolver_match", None)
+    nest_id = match.kwargs.get("nest_id") if match is not None else None
+    if not isinstance(nest_id, str) or len(nest_id) > ID_MAX or "\x00" in nest_id or room_exists(nest_id):
+        return None
+    return api.create_response(request, {"message": f"no such nest: {nest_id!r}"}, status=404)
+
+
 @api.exception_handler(ValidationError)
 def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    on_the_path = any((error.get("loc") or ("",))[0] == "path" for error in exc.errors)
+    if not on_the_path and (unknown := _unknown_room(request)) is not None:
+        return unknown
     return api.create_response(request, {"message": _describe(exc.errors)}, status=400)
 
 
@@ -156,6 +178,8 @@ def on_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
 def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     # ninja wraps whatever the body parser raised in a generic 400; the parser's own
     # refusal (a NUL, a lone surrogate) names the problem, so it is the one sent.
+    if exc.status_code == 400 and (unknown := _unknown_room(request)) is not None:
+        return unknown  # a body that is not JSON, posted to a room that does not exist
     if isinstance(exc.__cause__, CrowsError):
         return on_crows_error(request, exc.__cause__)
     message = str(exc) or "the request could not be handled"

@@ -42,6 +42,11 @@ def direct_chat_crow(nest_id: str) -> Crow | None:
     return None
 
 
+def room_exists(nest_id: str) -> bool:
+    """Whether `nest_id` names a room: a nest, or a living crow's direct chat (made on first use)."""
+    return Nest.objects.filter(nest_id=nest_id).exists() or direct_chat_crow(nest_id) is not None
+
+
 def nests_for_listing() -> list[Nest]:
     return list(Nest.objects.exclude(kind=Nest.Kind.DIRECT).order_by("id"))
 
