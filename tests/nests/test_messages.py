@@ -88,13 +88,23 @@ def test_unknown_nest_is_a_404(client, db):
 
 
 @pytest.mark.parametrize("body", ["{}", '{"author": "owner", "text": ""}', '{"author": 3}', "not json", '{"text": "a\\u0000b"}'])
-def test_a_bad_body_posted_to_an_unknown_nest_is_still_a_404(client, db, launch, body):
+def test_a_bad_body_posted_to_an_unknown_nest_is_still_a_404(client, db, launch, body, monkeypatch):
     # The room is what the request is about: "no such nest" before whatever is wrong with the body.
     for path in ("/api/nests/nope/messages", "/api/nests/dm-nobody/messages", "/api/nests/nope/budget"):
         r = client.post(path, body, content_type="application/json")
         assert r.status_code == 404 and "no such nest" in r.json()["message"], (path, r.content)
     # The same body to a room that exists is the 400 naming the problem.
     r = client.post("/api/nests/launch/messages", body, content_type="application/json")
+    assert r.status_code == 400 and r.json()["message"]
+    # With the database away the room cannot be looked up: the 400 about the body stands.
+    from django.db import OperationalError
+
+    def away(nest_id: str) -> bool:
+        raise OperationalError("connection refused")
+
+    with monkeypatch.context() as patched:
+        patched.setattr("nests.queries.room_exists", away)
+        r = client.post("/api/nests/nope/messages", body, content_type="application/json")
     assert r.status_code == 400 and r.json()["message"]
     # And a path that is itself bad is a 400 (about the path, or the body if that is read first).
     r = client.post("/api/nests/" + "n" * 101 + "/messages", body, content_type="application/json")
