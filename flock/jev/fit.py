@@ -13,6 +13,11 @@ The vectorizer is fitted once per process on every built-in question's training 
 "please" weigh nearly nothing, "pricing" and "flaky" a lot. It joins word unigrams (English
 stop words removed) with char_wb 3-5 grams, so "price" on a task still meets "pricing".
 
+Fitting takes a couple of seconds of CPU, so the fitted vectorizer is cached beside the
+models (``fit-vocab-<data>-v<n>-sklearn<version>.joblib`` in Jev's cache directory, keyed by
+every question's data hash): a server that starts with it cached is ready at once, and
+``manage.py jev_warm`` writes it before the server starts.
+
 The score is a similarity, not a probability: unrelated texts land near 0, and even a
 good match rarely passes 0.3. Compare the scores of several crows for one task; do not read
 a fixed cut-off into them.
@@ -21,7 +26,10 @@ a fixed cut-off into them.
 from __future__ import annotations
 
 import functools
+import hashlib
+import logging
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,6 +42,10 @@ if TYPE_CHECKING:
     from sklearn.pipeline import FeatureUnion
 
 TASK_TYPE_QUESTION = "task_type"
+# Bump when the vectorizer's settings or its corpus's preparation change: part of the cache key.
+VOCAB_VERSION = 1
+
+log = logging.getLogger("crows.jev")
 
 _vectorizer: FeatureUnion | None = None
 _lock = threading.Lock()
@@ -46,28 +58,82 @@ def _background_corpus() -> list[str]:
     return corpus
 
 
+def vocabulary_cache_path() -> Path:
+    """Where the fitted vectorizer for the questions' current data is cached."""
+    import sklearn
+
+    jev = default_jev()
+    digest = hashlib.sha256()
+    for name, question in sorted(jev.questions().items()):
+        digest.update(f"{name}\0{question.data_hash()}\0".encode())
+    return jev.cache_dir / f"fit-vocab-{digest.hexdigest()[:16]}-v{VOCAB_VERSION}-sklearn{sklearn.__version__}.joblib"
+
+
+def _fit() -> FeatureUnion:
+    # Imported on first use, like the models: see Jev.loaded.
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.pipeline import FeatureUnion
+
+    union = FeatureUnion(
+        [
+            ("words", TfidfVectorizer(stop_words="english", sublinear_tf=True)),
+            ("chars", TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True)),
+        ]
+    )
+    union.fit(_background_corpus())
+    return union
+
+
+def _load_or_fit() -> tuple[FeatureUnion, bool]:
+    """The vectorizer from the cache, or fitted now and cached; and whether it was cached.
+    An unreadable cache file is refitted; one that cannot be written only costs the next
+    process the fit again."""
+    import joblib
+    from sklearn.pipeline import FeatureUnion
+
+    from flock.jev.model import _write_atomically
+
+    path = vocabulary_cache_path()
+    if path.exists():
+        try:
+            cached = joblib.load(path)
+        except Exception:
+            log.warning("jev: unreadable fit vocabulary %s, refitting", path, exc_info=True)
+        else:
+            if isinstance(cached, FeatureUnion):
+                return cached, True
+    union = _fit()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomically(path, union)
+        for old in path.parent.glob("fit-vocab-*.joblib"):
+            if old != path:
+                old.unlink(missing_ok=True)
+    except OSError:
+        log.warning("jev: could not cache the fit vocabulary in %s", path.parent, exc_info=True)
+    return union, False
+
+
 def _fitted() -> FeatureUnion:
     global _vectorizer
     if _vectorizer is None:
         with _lock:
             if _vectorizer is None:
-                # Imported on first use, like the models: see Jev.loaded.
-                from sklearn.feature_extraction.text import TfidfVectorizer
-                from sklearn.pipeline import FeatureUnion
-
-                union = FeatureUnion(
-                    [
-                        ("words", TfidfVectorizer(stop_words="english", sublinear_tf=True)),
-                        ("chars", TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True)),
-                    ]
-                )
-                union.fit(_background_corpus())
-                _vectorizer = union
+                _vectorizer, _ = _load_or_fit()
     return _vectorizer
 
 
-def warm_fit_score() -> None:
-    _fitted()
+def warm_fit_score() -> bool:
+    """Load (or fit and cache) the vectorizer now; whether it came from the cache (False
+    when this process already had it)."""
+    global _vectorizer
+    if _vectorizer is not None:  # every post asks: no lock once it is there
+        return False
+    with _lock:
+        if _vectorizer is not None:
+            return False
+        _vectorizer, cached = _load_or_fit()
+    return cached
 
 
 # Dispatch scores one task against every crow in the room, over and over against the same

@@ -386,7 +386,7 @@ def cache_path(cache_dir: Path, question: Question, data_hash: str) -> Path:
     return cache_dir / f"{question.name}-{data_hash[:16]}-{CODE_VERSION}-sklearn{sklearn.__version__}.joblib"
 
 
-def _write_atomically(path: Path, model: TrainedModel) -> None:
+def _write_atomically(path: Path, model: object) -> None:
     # Two processes may train the same question at once; each writes its own temporary
     # file and renames it into place, so a reader never sees half a pickle.
     temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")

@@ -378,12 +378,17 @@ def test_jev_warm_trains_what_is_missing_then_only_loads_it(colour_dir: Path, mo
     from flock.management.commands import jev_warm
 
     monkeypatch.setattr(jev_warm, "default_jev", lambda: colour_jev(colour_dir))
+    vocabulary = colour_dir.parent / "cache" / "fit-vocab.joblib"
+    monkeypatch.setattr(jev_warm, "vocabulary_cache_path", lambda: vocabulary)
+    # Stands in for the real fit (the built-in questions' texts, seconds): cached once written.
+    monkeypatch.setattr(jev_warm, "warm_fit_score", lambda: vocabulary.exists() or (vocabulary.write_bytes(b"v") < 0))
     out = StringIO()
     call_command("jev_warm", stdout=out)
     first = out.getvalue()
     # The long step is announced before it starts, then timed.
     assert first.index("jev: training colour") < first.index("jev: colour trained in")
-    assert "1 model(s) trained into" in first
+    assert first.index("jev: fitting the crow-fit vocabulary") < first.index("jev: crow-fit vocabulary fitted in")
+    assert "2 model(s) trained into" in first
     assert list((colour_dir.parent / "cache").glob("colour-*.joblib"))
 
     out = StringIO()
@@ -391,6 +396,7 @@ def test_jev_warm_trains_what_is_missing_then_only_loads_it(colour_dir: Path, mo
     again = out.getvalue()
     assert "training" not in again
     assert "jev: colour loaded from the cache" in again
+    assert "jev: crow-fit vocabulary loaded from the cache" in again
     assert "every model was cached" in again
 
 
@@ -401,6 +407,7 @@ def test_jev_warm_names_broken_question_data_and_warms_the_rest(colour_dir: Path
     (colour_dir / "shade.json").write_text(json.dumps({"label_field": "tone"}))
     (colour_dir / "colour.jsonl").write_text('{"text": "ember", "tone": "warm"}\nnot json\n', encoding="utf-8")
     monkeypatch.setattr(jev_warm, "default_jev", lambda: colour_jev(colour_dir))
+    monkeypatch.setattr(jev_warm, "warm_fit_score", lambda: True)
     out, err = StringIO(), StringIO()
     call_command("jev_warm", stdout=out, stderr=err)
     # As a server would: the broken question is named with its file and line, the rest is served.
@@ -413,3 +420,28 @@ def test_run_sh_warms_jev_before_the_server_starts() -> None:
     # thread: run.sh trains the cache first (docs/JEV.md, "Training time").
     steps = [line.split()[:3] for line in (REPO / "scripts" / "run.sh").read_text().splitlines() if line.startswith((".venv", "exec"))]
     assert steps.index([".venv/bin/python", "manage.py", "jev_warm"]) < steps.index(["exec", ".venv/bin/daphne", "-b"])
+
+
+def test_the_fit_vocabulary_is_cached_beside_the_models_and_refitted_when_unreadable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    from flock.jev import fit
+
+    settings.CROWS_JEV_CACHE_DIR = str(tmp_path)
+    monkeypatch.setattr(fit, "_vectorizer", None)
+    assert fit.warm_fit_score() is False  # fitted here, and written
+    [cached] = tmp_path.glob("fit-vocab-*.joblib")
+    assert cached == fit.vocabulary_cache_path()
+    fitted = fit._fitted()
+    assert fit.warm_fit_score() is False  # this process has it already: nothing to do
+
+    monkeypatch.setattr(fit, "_vectorizer", None)
+    assert fit.warm_fit_score() is True  # the next process loads it
+    text = ["chart the weekly signups in a spreadsheet"]
+    assert (fit._fitted().transform(text) != fitted.transform(text)).nnz == 0
+
+    cached.write_bytes(b"not a pickle")
+    monkeypatch.setattr(fit, "_vectorizer", None)
+    assert fit.warm_fit_score() is False
+    assert "unreadable fit vocabulary" in caplog.text
+    assert (fit._fitted().transform(text) != fitted.transform(text)).nnz == 0

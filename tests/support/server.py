@@ -33,15 +33,22 @@ _jev_cache_ready = False
 
 
 def ensure_jev_cache() -> None:
-    """Train Jev's models into the servers' cache here, once per test run, before the first
-    server needs them. On a fresh clone the first server otherwise trains them itself (tens
-    of seconds on a busy machine), and a test's first post waited for it past its timeout."""
+    """Train Jev's models and fit its crow-fit vocabulary into the servers' cache once per
+    test run, before the first server needs them, with `manage.py jev_warm` as run.sh does.
+    On a fresh clone the first server otherwise trains them itself (tens of seconds on a
+    busy machine), and a test's first post waited for it past its timeout; and every server
+    would fit the vocabulary again at start (seconds of CPU each)."""
     global _jev_cache_ready
     with _jev_cache_lock:
         if not _jev_cache_ready:
-            from flock.jev.service import Jev
-
-            Jev(cache_dir=JEV_TEST_CACHE).warm()
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("CROWS_", "DJANGO_", "PYTEST"))}
+            env.pop("DATABASE_URL", None)
+            env.update(DJANGO_SETTINGS_MODULE="crows_site.settings", CROWS_JEV_CACHE_DIR=str(JEV_TEST_CACHE))
+            warm = subprocess.run(
+                [PYTHON, "manage.py", "jev_warm"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+            )
+            if warm.returncode != 0:
+                raise RuntimeError(f"manage.py jev_warm failed:\n{warm.stdout}{warm.stderr}")
             _jev_cache_ready = True
 
 

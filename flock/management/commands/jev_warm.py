@@ -14,6 +14,7 @@ from typing import Any
 from django.core.management.base import CommandError
 
 from flock.jev import JevError
+from flock.jev.fit import vocabulary_cache_path, warm_fit_score
 from flock.jev.service import default_jev
 from flock.management.cli import CrowsCommand
 
@@ -40,6 +41,14 @@ class Command(CrowsCommand):
                 started = time.perf_counter()
                 loaded = jev.loaded(name)
                 self.stdout.write(f"jev: {name} {verb} in {time.perf_counter() - started:.1f} s ({loaded.model.version})")
+            # The crow-fit vocabulary: fitted from every question's texts, cached beside them.
+            if not vocabulary_cache_path().exists():
+                self.stdout.write("jev: fitting the crow-fit vocabulary ...")
+                self.stdout.flush()
+                trained += 1
+            started = time.perf_counter()
+            verb = "loaded from the cache" if warm_fit_score() else "fitted"
+            self.stdout.write(f"jev: crow-fit vocabulary {verb} in {time.perf_counter() - started:.1f} s")
         except (JevError, OSError) as exc:
             raise CommandError(f"jev: could not get Jev ready: {exc}") from exc
         for name, problem in jev.broken().items():
