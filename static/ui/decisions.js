@@ -144,7 +144,10 @@ export class DecisionBoard {
 
   async answer(d, answer, buttons) {
     for (const b of buttons) b.disabled = true;
-    const error = $(".form-error", document.getElementById(`decision-${d.decision_id}`));
+    // The card these buttons are on: the review desk shows copies of a decision without
+    // the id (#decision-<id> belongs to the nest and flock pages' board).
+    const own = buttons[0]?.closest(".decision") || document.getElementById(`decision-${d.decision_id}`);
+    const error = own ? $(".form-error", own) : null;
     if (error) error.hidden = true;
     try {
       const closed = await post(`/api/decisions/${encodeURIComponent(d.decision_id)}`, { answer });

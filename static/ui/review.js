@@ -96,7 +96,14 @@ export class ReviewQueue {
       keep.set(card.key, node);
     }
     this.nodes = keep;
-    this.list.replaceChildren(...cards.map((c) => keep.get(c.key)));
+    this.place(cards.map((c) => keep.get(c.key)));
+    // Moving a node out of the page and back blurs what it holds: if that happened to the
+    // box the owner types in (a reason, an edit), give it back its focus and caret.
+    if (active && active !== document.activeElement && active.isConnected && focusedKey && keep.get(focusedKey)?.contains(active)) {
+      const caret = "selectionStart" in active ? [active.selectionStart, active.selectionEnd] : null;
+      active.focus({ preventScroll: true });
+      if (caret) active.setSelectionRange(...caret);
+    }
     this.empty.hidden = cards.length > 0;
     this.allButton.hidden = !cards.some((c) => c.kind !== "decision");
     this.countEl.textContent = plural(cards.length, "card") + " waiting";
@@ -106,6 +113,16 @@ export class ReviewQueue {
       if (again && !again.contains(document.activeElement)) again.focus({ preventScroll: false });
       else if (!again) this.focusAt(focusedIndex);
     }
+  }
+
+  /** Put the cards in this order, moving only the nodes out of place, so the card the
+   * owner is in (and the box they are typing in) stays in the page and keeps its focus. */
+  place(nodes) {
+    nodes.forEach((node, i) => {
+      const there = this.list.children[i];
+      if (there !== node) this.list.insertBefore(node, there || null);
+    });
+    while (this.list.children.length > nodes.length) this.list.lastElementChild.remove();
   }
 
   focusAt(index) {
@@ -134,6 +151,9 @@ export class ReviewQueue {
     if (["input", "textarea", "select"].includes(tag) || e.target.isContentEditable) return;
     if (!this.global && !this.box.contains(e.target)) return;
     let node = this.current();
+    // A card with a reason or an edit open takes no shortcuts: letters typed there belong
+    // to the box, even if the focus slipped from it onto the card.
+    if (node?.querySelector(".review-form:not([hidden])") && e.key !== "?") return;
     if (!node && ["a", "r"].includes(e.key) && this.cards.length) {
       // Nothing chosen yet: `a` and `r` act on the top card (the oldest deadline), so the
       // first `a` on the queue approves it instead of only choosing it.

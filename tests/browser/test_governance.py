@@ -130,3 +130,18 @@ def test_a_trusted_crows_auto_delivery_can_be_overruled_from_the_room(flock, ope
     delivery = page.locator(".msg.kind-deliver[data-author=Pepper]").first
     expect(delivery).to_have_attribute("data-verdict", "overruled")
     expect(delivery.locator(".overrule-btn")).to_have_count(0)
+
+
+def test_a_decision_is_answered_from_the_review_desk(governed, open_page) -> None:
+    # The desk shows a copy of the decision card (the flock and nest pages own its id);
+    # its buttons answer it all the same.
+    r = governed.post("/api/nests/todo/messages", {"author": "owner", "text": "@Rook hello there"})
+    assert r.status_code == 201, r.text
+    page = open_page(governed.url + "/review")
+    card = page.locator(".review-decision")
+    expect(card).to_have_count(1, timeout=30_000)
+    expect(card.locator(".phrase-btn")).to_have_text("“yes, reinstate Rook”")
+    card.locator(".phrase-btn").click()
+    expect(page.locator(".review-decision")).to_have_count(0, timeout=15_000)
+    crows = {c["name"]: c for c in governed.get("/api/crows").json()}
+    assert crows["Rook"]["status"] == "active"

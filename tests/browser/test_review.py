@@ -259,3 +259,34 @@ def test_approve_all_shown_takes_one_confirmation(flock, open_page) -> None:
     assert len(dialogs) == 1 and "Approve all 3 cards" in dialogs[0]
     verdicts = [v for i in flock.get(f"/api/lists/{list_id}").json()["items"] for v in i["verdicts"]]
     assert [(v["target"], v["verdict"]) for v in verdicts] == [("triage", "approved")] * 3
+
+
+def test_a_card_arriving_while_the_owner_types_an_edit_takes_neither_the_focus_nor_a_verdict(flock, open_page) -> None:
+    # A new card redraws the queue; the owner's edit box keeps its focus and caret, and the
+    # letters typed after it land in the box, never as shortcuts approving other cards.
+    first = post_list(flock, ["Write a haiku about crows"])
+    page = open_page(flock.url + "/review")
+    expect(page.locator(".review-triage")).to_have_count(1, timeout=40_000)
+    page.keyboard.press("a")
+    output = page.locator(".review-output")
+    expect(output).to_have_count(1, timeout=40_000)
+    output.focus()
+    page.keyboard.press("e")
+    edit = page.locator(".review-form-edit:not([hidden]) textarea")
+    expect(edit).to_be_focused()
+    edit.fill("My own words")
+    page.keyboard.press("End")
+
+    second = post_list(flock, ["Plan a Saturday clean-up of the nest"])
+    expect(page.locator(".review-card")).to_have_count(2, timeout=40_000)  # its triage card arrived
+    expect(edit).to_be_focused()
+    page.keyboard.type(" and a few more, again")
+    expect(edit).to_have_value("My own words and a few more, again")
+    # Nothing was decided by the typing: the answer and the new triage both still wait.
+    expect(page.locator(".review-card")).to_have_count(2)
+    assert flock.get(f"/api/lists/{first}").json()["status"] == "flying"
+    assert flock.get(f"/api/lists/{second}").json()["items"][0]["stage"] == "triage_review"
+    page.keyboard.press("Control+Enter")
+    state = wait_finished(flock, first)
+    assert state["items"][0]["edited_text"] == "My own words and a few more, again"
+    expect(page.locator(".review-card")).to_have_count(1)
