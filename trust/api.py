@@ -8,8 +8,9 @@ from django.http import HttpRequest
 from ninja import Router, Status
 
 from flock import queries as flock_queries
+from flock.api import crow_out
 from flock.errors import BadInput, NotFound
-from flock.schemas import IdParam, errors
+from flock.schemas import CrowOut, IdParam, errors
 from trust import actions, queries
 from trust.schemas import DecisionAnswerIn, DecisionOut, TrustLedgerOut, VerdictIn
 
@@ -54,3 +55,11 @@ def get_decision(request: HttpRequest, decision_id: IdParam) -> dict[str, Any]:
 def answer_decision(request: HttpRequest, decision_id: IdParam, payload: DecisionAnswerIn) -> dict[str, Any]:
     decision = actions.answer_decision(decision_id, answer=payload.answer, by="owner")
     return queries.decision_record(decision)
+
+
+@router.post("/crows/{name}/reinstate", response={200: CrowOut, **errors(404, write=True)})
+def reinstate_crow(request: HttpRequest, name: IdParam) -> CrowOut:
+    """Lift a crow's quarantine now, with or without an open decision: the owner's own
+    later yes after "Keep quarantined" or a decision that timed out (an extension,
+    docs/GOVERNANCE.md). A decision still open about the crow closes as `reinstated`."""
+    return crow_out(actions.reinstate_crow(name, by="owner"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 
@@ -143,5 +144,26 @@ def test_a_decision_is_answered_from_the_review_desk(governed, open_page) -> Non
     expect(card.locator(".phrase-btn")).to_have_text("“yes, reinstate Rook”")
     card.locator(".phrase-btn").click()
     expect(page.locator(".review-decision")).to_have_count(0, timeout=15_000)
+    crows = {c["name"]: c for c in governed.get("/api/crows").json()}
+    assert crows["Rook"]["status"] == "active"
+
+
+def test_a_crow_kept_quarantined_is_reinstated_from_its_page(governed, open_page) -> None:
+    r = governed.post("/api/nests/todo/messages", {"author": "owner", "text": "@Rook hello there"})
+    assert r.status_code == 201, r.text
+    deadline = time.monotonic() + 30
+    while not (decisions := governed.get("/api/decisions?status=open").json()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    [decision] = decisions
+    page = open_page(governed.url + "/crows/Rook")
+    expect(page.locator("#crow-reinstate")).to_have_count(0)  # the open decision's card answers it
+    kept = governed.post(f"/api/decisions/{decision['decision_id']}", {"answer": "no"})
+    assert kept.status_code == 200 and kept.json()["outcome"] == "kept"
+    button = page.locator("#crow-reinstate")
+    expect(button).to_be_visible()  # live, from decision.closed
+    expect(page.locator("#crow-chips")).to_contain_text("quarantined: kept caged")
+    page.once("dialog", lambda dialog: dialog.accept())
+    button.click()
+    expect(page.locator("#crow-chips .chip").first).to_have_text("active")
     crows = {c["name"]: c for c in governed.get("/api/crows").json()}
     assert crows["Rook"]["status"] == "active"

@@ -255,3 +255,41 @@ def test_answering_after_the_crow_was_reinstated_elsewhere_changes_nothing():
     Crow.objects.filter(name="Rook").update(status="active")
     assert answer_decision(decision, answer="retire").outcome == "kept"
     assert Crow.objects.get(name="Rook").status == "active"
+
+
+def test_the_owner_reinstates_a_crow_kept_quarantined_over_the_api(client, capture_events):
+    # "Keep quarantined" (or a timeout) closes the decision with the crow still caged; the
+    # owner's later yes is POST /api/crows/{name}/reinstate, the crow page's button.
+    decision = quarantined_decision()
+    answer_decision(decision, answer="no")
+    with capture_events() as events:
+        r = post_json(client, "/api/crows/rook/reinstate", {})
+    assert r.status_code == 200, r.content
+    assert r.json()["name"] == "Rook" and r.json()["status"] == "active"
+    assert events.named("crow.reinstated")[0]["by"] == "owner"
+    assert Decision.objects.get(pk=decision.pk).outcome == "kept"  # the closed decision stays as it was
+    # Not quarantined (any more): a 400 that says so; no such crow: a 404.
+    again = post_json(client, "/api/crows/Rook/reinstate", {})
+    assert again.status_code == 400 and "not quarantined" in again.json()["message"]
+    assert post_json(client, "/api/crows/Nobody/reinstate", {}).status_code == 404
+
+
+def test_reinstating_over_the_api_closes_an_open_decision_as_reinstated(client):
+    decision = quarantined_decision()
+    assert post_json(client, "/api/crows/Rook/reinstate", {}).status_code == 200
+    closed = Decision.objects.get(pk=decision.pk)
+    assert (closed.status, closed.outcome, closed.answered_by) == ("closed", "reinstated", "owner")
+
+
+def test_the_notice_to_the_owner_points_at_what_works(db):
+    from nests.actions import post_message
+    from nests.models import NestMessage
+
+    decision = quarantined_decision()
+    post_message("todo", author="owner", text="@Rook are you there?")
+    notice = NestMessage.objects.filter(author="harness").latest("id").text
+    assert f"post “{decision.phrase}” to reinstate it, or press Retire on the decision's card." in notice
+    answer_decision(decision, answer="no")
+    post_message("todo", author="owner", text="@Rook still there?")
+    notice = NestMessage.objects.filter(author="harness").latest("id").text
+    assert "Reinstate, on /crows/Rook" in notice

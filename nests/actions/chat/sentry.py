@@ -402,10 +402,13 @@ def quarantine_notice(message: NestMessage, *, invoked: Invocation | None = None
     from trust.queries import open_decision_for_crow
 
     decision = open_decision_for_crow(crow.name)
+    # "retire" said in a room is talk (only the phrase answers there), so the notice names
+    # the buttons that work instead.
+    retire = "" if crow.role in KEPT_ROLES else ", or press Retire on the decision's card"
     if decision is not None:
-        how = f"Your decision {decision.decision_id} is open: post “{decision.phrase}” to reinstate it, or “retire”."
+        how = f"Your decision {decision.decision_id} is open: post “{decision.phrase}” to reinstate it{retire}."
     else:
-        how = "Only the owner can reinstate it; meanwhile ask another crow."
+        how = f"Only the owner can reinstate it (Reinstate, on /crows/{crow.name}); meanwhile ask another crow."
     if unaddressed and message.nest.kind != Nest.Kind.DIRECT:
         how += " Address a crow by @name meanwhile: nobody routes unaddressed messages."
     return f"@{message.author} {crow.name} is quarantined and will not answer {message.msg_id}. {how}"

@@ -3,7 +3,7 @@
 // history; trust changes, flights and quarantine then arrive live from the event stream.
 
 import { $, h, uiConfig, fmtTokens, fmtTime } from "../dom.js";
-import { get, isMissingEndpoint } from "../api.js";
+import { get, post, isMissingEndpoint } from "../api.js";
 import { Stream } from "../stream.js";
 import { crowSvg } from "../crow_art.js";
 import { levelSteps } from "../charts.js";
@@ -58,13 +58,33 @@ function drawHero() {
   $("#crow-strength").textContent = crow.strength ? `Strength: ${crow.strength}` : "";
   $("#crow-backstory").textContent = crow.backstory || "";
   const role = { assistant: "assistant (your point of contact)", chief_of_staff: "chief of staff", sentry: "sentry", elder: "elder", worker: "worker" }[crow.role] || crow.role;
+  // Caged with no decision open (kept quarantined, or the decision timed out): the owner's
+  // own later yes is this button; while a decision is open, its card above answers it.
+  const release = caged && board.open.size === 0
+    ? h("button", { type: "button", class: "btn approve small", id: "crow-reinstate", onclick: reinstate }, `Reinstate ${name}`)
+    : null;
   $("#crow-chips").replaceChildren(
-    h("span", { class: `chip status-${crow.status}` }, caged ? "quarantined: caged until you decide" : crow.status),
+    h("span", { class: `chip status-${crow.status}` }, caged ? (release ? "quarantined: kept caged" : "quarantined: caged until you decide") : crow.status),
     h("span", { class: "chip" }, role),
     crow.model ? h("span", { class: "chip", title: "The brain that runs this crow" }, crow.model) : null,
-    ...(crow.task_types || []).map((t) => h("span", { class: "chip" }, t)));
+    ...(crow.task_types || []).map((t) => h("span", { class: "chip" }, t)),
+    release);
   $("#crow-dm").href = `/nests/dm-${name.toLowerCase()}`;
   $("#crow-dm").textContent = `Chat with ${name} directly`;
+}
+
+async function reinstate(event) {
+  const button = event.currentTarget;
+  if (!window.confirm(`Reinstate ${name}? It may post and be invoked again at once.`)) return;
+  button.disabled = true;
+  try {
+    crow = await post(`/api/crows/${encodeURIComponent(name)}/reinstate`);
+    toast(`${name} is reinstated.`, "good");
+    drawHero();
+  } catch (err) {
+    button.disabled = false;
+    toast(messageOf(err), "error");
+  }
 }
 
 async function drawTrust() {
@@ -151,6 +171,13 @@ function onEvent(event) {
       if (crow) crow.status = "quarantined";
       drawHero();
       break;
+    case "decision.opened":
+    case "decision.closed":
+      if (d.crow === name) {
+        board.apply(event);
+        drawHero();
+      }
+      break;
     case "crow.reinstated":
     case "crow.retired":
       if (crow) crow.status = event.name === "crow.quarantined" ? "quarantined" : event.name === "crow.retired" ? "retired" : "active";
@@ -170,10 +197,11 @@ async function main() {
   } catch (err) {
     toast(`Could not read the flock: ${messageOf(err)}`, "error");
   }
+  // The open decision first: the hero offers Reinstate only when none is open.
+  board.load((state.open_decisions || []).filter((dec) => dec.crow === name));
   drawHero();
   drawFlights();
   drawBreaches();
-  board.load((state.open_decisions || []).filter((dec) => dec.crow === name));
   await drawTrust();
   drawMemory($("#crow-memory"), name);
   drawOrchestration($("#crow-orchestration"), name);
