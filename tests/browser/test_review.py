@@ -164,21 +164,28 @@ def test_an_auto_approved_answer_is_overruled_and_the_crow_drops_a_level(flock, 
     screenshot(page, "overruled-crow")
 
 
-def test_an_edited_approval_shows_the_owners_text_and_leaves_the_streak(flock, open_page) -> None:
-    list_id = post_list(flock, ["Write a haiku about crows"])
-    item_id = f"{list_id}-1"
+def open_the_answers_edit_box(flock, open_page):
+    """On /review, with one one-item list posted: approve its triage with `a` (nothing
+    chosen yet: `a` approves the top card), then open Edit on its answer; the page and the
+    focused edit box."""
     page = open_page(flock.url + "/review")
     expect(page.locator(".review-triage")).to_have_count(1, timeout=40_000)
-    # Nothing chosen yet: `a` approves the top card.
     page.keyboard.press("a")
     output = page.locator(".review-output")
     expect(output).to_have_count(1, timeout=40_000)
-    crows = flock.get(f"/api/lists/{list_id}").json()["items"][0]
-    before = flock.get("/api/trust").json()["holders"]
     output.focus()
     page.keyboard.press("e")
-    edit = page.locator(".review-form-edit textarea")
+    edit = page.locator(".review-form-edit:not([hidden]) textarea")
     expect(edit).to_be_focused()
+    return page, edit
+
+
+def test_an_edited_approval_shows_the_owners_text_and_leaves_the_streak(flock, open_page) -> None:
+    list_id = post_list(flock, ["Write a haiku about crows"])
+    item_id = f"{list_id}-1"
+    page, edit = open_the_answers_edit_box(flock, open_page)
+    crows = flock.get(f"/api/lists/{list_id}").json()["items"][0]
+    before = flock.get("/api/trust").json()["holders"]
     edit.fill("Black wings at first light\n\nthe **owner's** own haiku")
     page.keyboard.press("Control+Enter")
     state = wait_finished(flock, list_id)
@@ -265,15 +272,7 @@ def test_a_card_arriving_while_the_owner_types_an_edit_takes_neither_the_focus_n
     # A new card redraws the queue; the owner's edit box keeps its focus and caret, and the
     # letters typed after it land in the box, never as shortcuts approving other cards.
     first = post_list(flock, ["Write a haiku about crows"])
-    page = open_page(flock.url + "/review")
-    expect(page.locator(".review-triage")).to_have_count(1, timeout=40_000)
-    page.keyboard.press("a")
-    output = page.locator(".review-output")
-    expect(output).to_have_count(1, timeout=40_000)
-    output.focus()
-    page.keyboard.press("e")
-    edit = page.locator(".review-form-edit:not([hidden]) textarea")
-    expect(edit).to_be_focused()
+    page, edit = open_the_answers_edit_box(flock, open_page)
     edit.fill("My own words")
     page.keyboard.press("End")
 
