@@ -92,6 +92,9 @@ export function keepFocus(root, redraw) {
   const active = document.activeElement;
   const key = active && root.contains(active) ? active.dataset.focusKey : undefined;
   const at = key ? [...root.querySelectorAll("[data-focus-key]")].indexOf(active) : -1;
+  // A text box's caret too: a new box takes focus with its caret at the start, and what
+  // the owner types next would land in front of the words already there.
+  const caret = key && typeof active.selectionStart === "number" ? [active.selectionStart, active.selectionEnd] : null;
   redraw();
   if (!key) return;
   // A redraw may put a new element in the root's place (same id): look there.
@@ -99,6 +102,7 @@ export function keepFocus(root, redraw) {
   const again = now.querySelector(`[data-focus-key="${CSS.escape(key)}"]`);
   if (again && !again.disabled) {
     again.focus({ preventScroll: true });
+    if (caret && again !== active && typeof again.setSelectionRange === "function") again.setSelectionRange(...caret);
     return;
   }
   // The control is gone (its approval answered): the one now in its place takes the

@@ -117,3 +117,24 @@ def test_a_rejection_on_the_flock_page_carries_the_reason_typed_beside_it(flock,
     verdicts = httpx.get(f"{flock.url}/api/lists/{list_id}").json()["items"][0]["verdicts"]
     assert verdicts, verdicts
     assert "Feeders are next month's job." in str(verdicts)
+
+
+def test_typing_a_reason_on_the_flock_page_survives_another_items_verdict(flock, open_page) -> None:
+    # Another item's verdict redraws the list: the reason box keeps its focus and its caret,
+    # so the words typed next follow the ones already there.
+    import httpx
+
+    posted = httpx.post(flock.url + "/api/lists", json={"text": "research feeders\nwash the bowls", "requester": "ada"})
+    assert posted.status_code == 202
+    list_id = posted.json()["list_id"]
+    page = open_page(flock.url + "/")
+    expect(page.locator(f"#list-{list_id} .approval-triage")).to_have_count(2, timeout=30_000)
+    reason = page.locator(f'#list-{list_id} [data-focus-key="reason:{list_id}-1:triage"]')
+    reason.click()
+    page.keyboard.type("Feeders are")
+    verdict = httpx.post(f"{flock.url}/api/verdicts", json={"item_id": f"{list_id}-2", "target": "triage", "approve": True})
+    assert verdict.status_code == 204
+    expect(page.locator(f"#list-{list_id} .approval-triage")).to_have_count(1, timeout=15_000)
+    page.keyboard.type(" next month's job.")
+    expect(page.locator(f'#list-{list_id} [data-focus-key="reason:{list_id}-1:triage"]')).to_have_value(
+        "Feeders are next month's job.")
