@@ -98,9 +98,16 @@ def _verdict(debate: dict[str, Any], rng: random.Random) -> str:
     return f"Verdict: {winner} — {stances.get(winner, '')} wins on “{because}”{other}."
 
 
+PRIVATE_OVERLAP = 2  # content words a private memory must share with the question
+
+
 def recall(memory: Any, about: str) -> str:
     """The mock's use of its memory across rooms: the most relevant item that shares a
-    content word with what it is asked, quoted with the room it came from, or ""."""
+    content word with what it is asked, quoted with the room it came from, or "".
+
+    The owner's words in a direct chat are private ("repeat only if it helps here"): the
+    mock, which cannot judge that, repeats one only when it shares at least two content
+    words with what it is asked, not one word in passing."""
     if not isinstance(memory, list) or not about.strip():
         return ""
     wanted = _content_words(about)
@@ -108,7 +115,8 @@ def recall(memory: Any, about: str) -> str:
         if not isinstance(item, dict):
             continue
         text = str(item.get("text") or "")
-        if not wanted & _content_words(text):
+        shared = wanted & _content_words(text)
+        if len(shared) < (PRIVATE_OVERLAP if item.get("private") else 1):
             continue
         quote = mt.shorten(" ".join(re.sub(r"[@#\[\]]", "", text).split()), 30)
         room = str(item.get("room") or "another room")

@@ -69,3 +69,16 @@ def test_memory_is_bounded_in_tokens(launch, settings):
     items = remember("Munin", query="quarterly numbers")
     assert 0 < len(items) < 30
     assert sum(len(i["text"].split()) * 1.3 + 8 for i in items) <= 100 + 1
+
+
+def test_the_mock_repeats_the_owners_private_words_only_where_they_fit():
+    from flock.brains.mock_debate import recall
+
+    private = {"room": "dm-pepper", "author": "owner", "role": "told", "private": True,
+               "text": "Pepper, why did you redo Rook's tweet about the blend?"}
+    shared = {**private, "room": "launch", "private": False}
+    # One word in passing ("blend") is not enough to repeat the owner's private words...
+    assert recall([private], "Name the house blend for the spring menu") == ""
+    # ...it is for what was said in a shared room, and for a private item that fits the question.
+    assert recall([shared], "Name the house blend for the spring menu").startswith("From launch, I remember")
+    assert recall([private], "Who redid Rook's tweet?").startswith("From dm-pepper, I remember the owner told me")
