@@ -263,3 +263,19 @@ def test_a_sure_murder_from_jev_lifts_the_brains_solo():
     unsure = {"mode": SimpleNamespace(choice="murder", band="unsure")}
     assert decide_triage(reply, sure, max_crows=3).mode == "murder"
     assert decide_triage(reply, unsure, max_crows=3).mode == "solo"
+
+
+def test_the_owners_mode_wins_and_a_split_needs_parts():
+    from flock.brains import BrainReply
+    from nests.actions.lists.triage import decide_triage
+
+    def reply(text: str) -> BrainReply:
+        return BrainReply(ok=True, text=text, tokens_in=1, tokens_out=1, provider="mock", model="mock", latency_ms=0)
+
+    solo = reply('{"mode": "solo", "task_type": "code", "subtasks": ["fix it", "test it"], "reason": "One job."}')
+    assert decide_triage(solo, {}, max_crows=3, owner_mode="murder").mode == "murder"
+    split = decide_triage(solo, {}, max_crows=3, owner_mode="split")
+    assert (split.mode, split.subtasks) == ("split", ["fix it", "test it"])
+    bare = decide_triage(reply('{"mode": "solo", "task_type": "code", "subtasks": [], "reason": "One job."}'),
+                         {}, max_crows=3, owner_mode="split")
+    assert bare.mode == "solo" and "no parts to split it into" in bare.reason

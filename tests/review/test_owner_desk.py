@@ -326,3 +326,28 @@ def test_new_event_names_are_capabilities():
 def test_seeded_trust_is_untouched_by_an_overrule_of_another_task_type():
     seed_trust("Pepper", task_type="code")
     assert trust_balance("Pepper", "code")[0] == 2
+
+
+JUDGMENT = "should the logo be round or square?"
+
+
+def test_a_retry_note_that_names_the_mode_is_flown_that_way(capture_events):
+    # "whether"/"or" makes Jev sure it is a judgment call (a murder); the owner's note on the
+    # retry says otherwise, and the owner's word wins over the brain's and Jev's.
+    todo = run_list(JUDGMENT)
+    item_id = f"{todo.list_id}-1"
+    assert Item.objects.get(item_id=item_id).mode == "murder"
+    approve(item_id, "triage", yes=False)
+    retry_item(item_id, note="Fly it solo, one crow is plenty.")
+    with capture_events() as events:
+        worker.run_pending()
+    (triaged,) = events.named("item.triaged")
+    assert triaged["mode"] == "solo" and triaged["subtasks"] == []
+    assert triaged["reason"].endswith("Flown solo, as your note asks.")
+    # A note that names two modes, or none, leaves the call to the Sentry and Jev.
+    from nests.actions.lists.triage import mode_named_in
+
+    assert mode_named_in("split it, or a murder") is None
+    assert mode_named_in("use a winter image") is None
+    assert mode_named_in("Several crows this time, please") == "murder"
+    assert mode_named_in("a single crow") == "solo"

@@ -84,7 +84,39 @@ def read_brain_triage(text: str) -> dict[str, Any] | None:
     return data
 
 
-def decide_triage(reply: BrainReply, jev: dict[str, Any], *, max_crows: int) -> Triage:
+# The flying mode an owner's retry note names in so many words ("fly it solo", "a murder
+# this time", "split it"): the owner's call, over the brain's and Jev's. "solo" is also
+# "one crow" / "a single crow"; a note naming two modes names none.
+_NOTE_MODES = {
+    "solo": re.compile(r"\bsolo\b|\b(?:one|a single)\s+crow\b", re.IGNORECASE),
+    "split": re.compile(r"\bsplit\b", re.IGNORECASE),
+    "murder": re.compile(r"\bmurder\b|\bseveral\s+crows\b", re.IGNORECASE),
+}
+
+
+def mode_named_in(note: str) -> str | None:
+    """The flying mode the owner's note asks for, or None."""
+    named = [mode for mode, pattern in _NOTE_MODES.items() if pattern.search(note or "")]
+    return named[0] if len(named) == 1 else None
+
+
+def decide_triage(reply: BrainReply, jev: dict[str, Any], *, max_crows: int, owner_mode: str | None = None) -> Triage:
+    triage = _decide(reply, jev, max_crows=max_crows)
+    if owner_mode is None or owner_mode == triage.mode:
+        return triage
+    if owner_mode == "split" and len(triage.subtasks) < 2:
+        brain = read_brain_triage(reply.text) if reply.ok else None
+        parts = fit_subtasks(brain["subtasks"], max_crows) if brain and len(brain["subtasks"]) >= 2 else []
+        if not parts:
+            # Nothing to cut it into: it flies as triaged, and the reason says why.
+            return Triage(mode=triage.mode, task_type=triage.task_type, subtasks=triage.subtasks,
+                          reason=f"{triage.reason} (Your note asks to split it, but there are no parts to split it into.)")
+        return Triage(mode="split", task_type=triage.task_type, subtasks=parts, reason=f"{triage.reason} Split, as your note asks.")
+    return Triage(mode=owner_mode, task_type=triage.task_type, subtasks=[] if owner_mode != "split" else triage.subtasks,
+                  reason=f"{triage.reason} Flown {owner_mode}, as your note asks.")
+
+
+def _decide(reply: BrainReply, jev: dict[str, Any], *, max_crows: int) -> Triage:
     brain = read_brain_triage(reply.text) if reply.ok else None
     jev_type, jev_mode = jev.get("task_type"), jev.get("mode")
 
@@ -134,7 +166,9 @@ def conclude_triage(item: Item, *, reply: BrainReply, jev: dict[str, Any]) -> It
     with action_atomic():
         for answer in jev.values():
             log_jev_tag(answer, subject=item.item_id, text=item.text)
-        triage = decide_triage(reply, jev, max_crows=settings.CROWS_MAX_CROWS_PER_ITEM)
+        triage = decide_triage(
+            reply, jev, max_crows=settings.CROWS_MAX_CROWS_PER_ITEM, owner_mode=mode_named_in(item.owner_note),
+        )
         item.mode, item.task_type = triage.mode, triage.task_type
         item.subtasks, item.reason = triage.subtasks, triage.reason
         needs_approval = not all_trusted([FLOCK_HOLDER], triage.task_type)
