@@ -17,7 +17,7 @@ import { onWaiting, refreshWaitingSoon } from "./waiting.js";
 const KIND_WORDS = { triage: "Triage call", output: "Answer", delivery: "Chat delivery", decision: "Decision" };
 const KEYS = [
   ["j", "next card"], ["k", "previous card"], ["a", "approve"], ["r", "reject, with a reason"],
-  ["e", "edit the answer, then approve your text"], ["?", "show or hide these keys"],
+  ["e", "edit the answer, then approve your text"], ["?", "show or hide these keys (Esc hides them)"],
 ];
 
 function where(card) {
@@ -182,6 +182,10 @@ export class ReviewQueue {
         if (card && (card.kind === "output" || card.kind === "delivery")) this.openForm(card, "edit");
         break;
       case "?":
+        this.toggleHelp();
+        break;
+      case "Escape":
+        if (this.help.hidden) return;
         this.toggleHelp();
         break;
       default:

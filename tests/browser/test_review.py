@@ -68,6 +68,10 @@ def test_a_five_item_list_is_reviewed_with_the_keyboard_alone(flock, open_page) 
     page.keyboard.press("?")
     expect(page.locator(".review-keys")).to_be_visible()
     page.keyboard.press("?")
+    expect(page.locator(".review-keys")).to_be_hidden()
+    page.keyboard.press("?")
+    page.keyboard.press("Escape")  # Esc hides them too
+    expect(page.locator(".review-keys")).to_be_hidden()
 
     page.keyboard.press("j")
     approved = 0
