@@ -22,7 +22,7 @@ from flock import queries as flock_queries
 from flock.brains.config import default_brain_spec
 from flock.brains.probe import is_mock
 from flock.events import rfc3339
-from flock.models import Event, Flight, JevTag
+from flock.models import Crow, Event, Flight, JevTag
 from flock.vocab import page_vocab
 from nests import queries, queries_lists, queries_review
 from nests.actions.messages import TEXT_MAX as MESSAGE_TEXT_MAX
@@ -163,6 +163,12 @@ def crow(request: HttpRequest, name: str) -> HttpResponse:
             "flights": flights,
             "trust_history": history,
             "breaches": trust_queries.breaches_of(found.name),
+            # GET /api/crows leaves a retired crow out, so its page brings who it was.
+            "retired": None if found.status != Crow.Status.RETIRED else {
+                "name": found.name, "epithet": found.epithet, "strength": found.strength,
+                "backstory": found.backstory, "role": found.role, "status": found.status,
+                "model": found.brain_spec, "task_types": found.task_types,
+            },
         },
         crow_name=found.name,
     )

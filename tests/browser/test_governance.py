@@ -167,3 +167,16 @@ def test_a_crow_kept_quarantined_is_reinstated_from_its_page(governed, open_page
     expect(page.locator("#crow-chips .chip").first).to_have_text("active")
     crows = {c["name"]: c for c in governed.get("/api/crows").json()}
     assert crows["Rook"]["status"] == "active"
+
+
+def test_a_retired_crows_page_says_who_it_was_and_offers_no_chat(flock, open_page) -> None:
+    # GET /api/crows leaves a retired crow out; its page still shows who it was.
+    r = flock.post("/api/nests/todo/messages", {"author": "owner", "text": "@Boss retire Soot"})
+    assert r.status_code == 201, r.text
+    deadline = time.monotonic() + 30
+    while "Soot" in {c["name"] for c in flock.get("/api/crows").json()} and time.monotonic() < deadline:
+        time.sleep(0.2)
+    page = open_page(flock.url + "/crows/Soot")
+    expect(page.locator("#crow-chips .chip").first).to_have_text("retired: it has left the flock; its history stays")
+    expect(page.locator("#crow-epithet")).not_to_be_empty()
+    expect(page.locator("#crow-dm")).to_be_hidden()

@@ -64,13 +64,15 @@ function drawHero() {
     ? h("button", { type: "button", class: "btn approve small", id: "crow-reinstate", onclick: reinstate }, `Reinstate ${name}`)
     : null;
   $("#crow-chips").replaceChildren(
-    h("span", { class: `chip status-${crow.status}` }, caged ? (release ? "quarantined: kept caged" : "quarantined: caged until you decide") : crow.status),
+    h("span", { class: `chip status-${crow.status}` }, caged ? (release ? "quarantined: kept caged" : "quarantined: caged until you decide")
+      : crow.status === "retired" ? "retired: it has left the flock; its history stays" : crow.status),
     h("span", { class: "chip" }, role),
     crow.model ? h("span", { class: "chip", title: "The brain that runs this crow" }, crow.model) : null,
     ...(crow.task_types || []).map((t) => h("span", { class: "chip" }, t)),
     release);
   $("#crow-dm").href = `/nests/dm-${name.toLowerCase()}`;
   $("#crow-dm").textContent = `Chat with ${name} directly`;
+  $("#crow-dm").hidden = crow.status === "retired"; // a retired crow has no room to talk in
 }
 
 async function reinstate(event) {
@@ -193,7 +195,7 @@ async function main() {
   try {
     const [s, crows] = await Promise.all([get("/api/state"), get("/api/crows")]);
     state = s;
-    crow = crows.find((c) => c.name === name) || null;
+    crow = crows.find((c) => c.name === name) || ui.retired || null;
   } catch (err) {
     toast(`Could not read the flock: ${messageOf(err)}`, "error");
   }
