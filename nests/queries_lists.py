@@ -137,8 +137,11 @@ def archive(q: str = "", page: int = 1, *, per_page: int = ARCHIVE_PAGE_SIZE) ->
     total = rows.count()
     pages = max(1, -(-total // per_page))
     page = min(max(1, page), pages)
-    chunk = list(
-        rows.annotate(n_items=Count("items", distinct=True))[(page - 1) * per_page: page * per_page]
+    chunk = list(rows[(page - 1) * per_page: page * per_page])
+    # Counted apart: annotated on the searched rows, Count would count only the items the
+    # search matched (the filter's join), so a list of five read "1 item".
+    n_items = dict(
+        Item.objects.filter(todo_list__in=chunk).values("todo_list_id").annotate(n=Count("id")).values_list("todo_list_id", "n")
     )
     first_items: dict[int, list[str]] = {}
     for pk, text in Item.objects.filter(todo_list__in=chunk, n__lte=3).order_by("n").values_list("todo_list_id", "text"):
@@ -154,7 +157,7 @@ def archive(q: str = "", page: int = 1, *, per_page: int = ARCHIVE_PAGE_SIZE) ->
                 "requester": t.requester,
                 "nest_id": t.nest_id,
                 "status": t.status,
-                "items": t.n_items,
+                "items": n_items.get(t.pk, 0),
                 "first_items": first_items.get(t.pk, []),
                 "started_at": rfc3339(t.created_at),
                 "tokens_used": t.tokens_used,

@@ -60,6 +60,8 @@ def test_the_archive_pages_and_searches_every_list():
     found = archive("number 1")
     assert [row["list_id"] for row in found["lists"]] == [ids[1]]
     assert found["lists"][0]["first_items"] == ["item number 1", "second line"]
+    # A search that matches one item still counts the whole list's items.
+    assert found["lists"][0]["items"] == 2 and page["lists"][0]["items"] == 2
     html = Client().get("/lists?q=number+1").content.decode()
     assert ids[1] in html and ids[0] not in html
     # The date and the time apart: "2026-12-01 11:57", not "2026-12-0111:57".
