@@ -60,6 +60,8 @@ def test_settings_change_a_crows_model_and_test_the_connection(live_server_facto
     expect(result).to_contain_text("Failed:")
     expect(result).to_contain_text("openai")
     expect(result).to_have_class(re.compile("bad"))
+    # The provider's long sentence wraps in its cell: the page never grows sideways.
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), "the page scrolls sideways"
     screenshot(page, "settings-connection-error")
 
     # A bad model is refused in the server's words; the default brain tests as the mock.
