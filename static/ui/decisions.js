@@ -143,6 +143,8 @@ export class DecisionBoard {
   }
 
   async answer(d, answer, buttons) {
+    // Retiring is for good (the crow leaves the flock): one confirmation first.
+    if (answer === "retire" && !window.confirm(`Retire ${d.crow || d.subject} for good? It leaves every room and cannot come back.`)) return;
     for (const b of buttons) b.disabled = true;
     // The card these buttons are on: the review desk shows copies of a decision without
     // the id (#decision-<id> belongs to the nest and flock pages' board).

@@ -180,3 +180,21 @@ def test_a_retired_crows_page_says_who_it_was_and_offers_no_chat(flock, open_pag
     expect(page.locator("#crow-chips .chip").first).to_have_text("retired: it has left the flock; its history stays")
     expect(page.locator("#crow-epithet")).not_to_be_empty()
     expect(page.locator("#crow-dm")).to_be_hidden()
+
+
+def test_retiring_from_a_decision_card_asks_first(governed, open_page) -> None:
+    r = governed.post("/api/nests/todo/messages", {"author": "owner", "text": "@Rook hello there"})
+    assert r.status_code == 201, r.text
+    page = open_page(governed.url + "/")
+    card = page.locator('#decisions .decision[data-crow="Rook"]')
+    expect(card).to_be_visible(timeout=30_000)
+    asked: list[str] = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    card.locator(".retire-btn").click()
+    expect(card).to_be_visible()  # dismissed: nothing was sent
+    assert asked and "for good" in asked[0]
+    assert {c["name"]: c["status"] for c in governed.get("/api/crows").json()}["Rook"] == "quarantined"
+    page.once("dialog", lambda dialog: dialog.accept())
+    card.locator(".retire-btn").click()
+    expect(card).to_have_count(0, timeout=15_000)
+    assert "Rook" not in {c["name"] for c in governed.get("/api/crows").json()}
