@@ -28,6 +28,14 @@ def governed(live_server_factory, tmp_path):
     return live_server_factory(env={"CROWS_BRAIN": f"script:{rules}", "CROWS_HEARTBEAT_S": "2"}).start()
 
 
+def until(check, timeout: float = 30):
+    """Ask `check()` until it returns something true (or `timeout` seconds pass); its last answer."""
+    deadline = time.monotonic() + timeout
+    while not (answer := check()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return answer
+
+
 def test_a_breach_shows_a_flag_and_a_card_and_one_click_reinstates(governed, open_page) -> None:
     page = open_page(governed.url + "/")
     rook = page.locator('.perch[data-crow="Rook"]')
@@ -151,10 +159,7 @@ def test_a_decision_is_answered_from_the_review_desk(governed, open_page) -> Non
 def test_a_crow_kept_quarantined_is_reinstated_from_its_page(governed, open_page) -> None:
     r = governed.post("/api/nests/todo/messages", {"author": "owner", "text": "@Rook hello there"})
     assert r.status_code == 201, r.text
-    deadline = time.monotonic() + 30
-    while not (decisions := governed.get("/api/decisions?status=open").json()) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    [decision] = decisions
+    [decision] = until(lambda: governed.get("/api/decisions?status=open").json())
     page = open_page(governed.url + "/crows/Rook")
     expect(page.locator("#crow-reinstate")).to_have_count(0)  # the open decision's card answers it
     kept = governed.post(f"/api/decisions/{decision['decision_id']}", {"answer": "no"})
@@ -173,9 +178,7 @@ def test_a_retired_crows_page_says_who_it_was_and_offers_no_chat(flock, open_pag
     # GET /api/crows leaves a retired crow out; its page still shows who it was.
     r = flock.post("/api/nests/todo/messages", {"author": "owner", "text": "@Boss retire Soot"})
     assert r.status_code == 201, r.text
-    deadline = time.monotonic() + 30
-    while "Soot" in {c["name"] for c in flock.get("/api/crows").json()} and time.monotonic() < deadline:
-        time.sleep(0.2)
+    assert until(lambda: "Soot" not in {c["name"] for c in flock.get("/api/crows").json()})
     page = open_page(flock.url + "/crows/Soot")
     expect(page.locator("#crow-chips .chip").first).to_have_text("retired: it has left the flock; its history stays")
     expect(page.locator("#crow-epithet")).not_to_be_empty()
