@@ -100,7 +100,7 @@ export class ReviewQueue {
     // Moving a node out of the page and back blurs what it holds: if that happened to the
     // box the owner types in (a reason, an edit), give it back its focus and caret.
     if (active && active !== document.activeElement && active.isConnected && focusedKey && keep.get(focusedKey)?.contains(active)) {
-      const caret = "selectionStart" in active ? [active.selectionStart, active.selectionEnd] : null;
+      const caret = typeof active.selectionStart === "number" ? [active.selectionStart, active.selectionEnd] : null;
       active.focus({ preventScroll: true });
       if (caret) active.setSelectionRange(...caret);
     }
