@@ -12,7 +12,7 @@ from flock.api import crow_out
 from flock.errors import BadInput, NotFound
 from flock.schemas import CrowOut, IdParam, errors
 from trust import actions, queries
-from trust.schemas import DecisionAnswerIn, DecisionOut, TrustLedgerOut, VerdictIn
+from trust.schemas import DecisionAnswerIn, DecisionOut, ReinstateIn, TrustLedgerOut, VerdictIn
 
 router = Router(tags=["trust"])
 
@@ -58,7 +58,7 @@ def answer_decision(request: HttpRequest, decision_id: IdParam, payload: Decisio
 
 
 @router.post("/crows/{name}/reinstate", response={200: CrowOut, **errors(404, write=True)})
-def reinstate_crow(request: HttpRequest, name: IdParam) -> CrowOut:
+def reinstate_crow(request: HttpRequest, name: IdParam, payload: ReinstateIn) -> CrowOut:
     """Lift a crow's quarantine now, with or without an open decision: the owner's own
     later yes after "Keep quarantined" or a decision that timed out (an extension,
     docs/GOVERNANCE.md). A decision still open about the crow closes as `reinstated`."""

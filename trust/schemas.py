@@ -146,3 +146,8 @@ class DecisionOut(Schema):
     answer: str
     answered_by: str
     closed_at: str | None
+
+
+class ReinstateIn(StrictIn):
+    """POST /api/crows/{name}/reinstate takes an empty JSON object: a state change is sent as
+    JSON like every other (the owner gate's 415), and it needs nothing more."""
