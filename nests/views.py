@@ -19,6 +19,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 
 from flock import queries as flock_queries
+from flock.api import crow_out
 from flock.brains.config import default_brain_spec
 from flock.brains.probe import is_mock
 from flock.events import rfc3339
@@ -164,11 +165,7 @@ def crow(request: HttpRequest, name: str) -> HttpResponse:
             "trust_history": history,
             "breaches": trust_queries.breaches_of(found.name),
             # GET /api/crows leaves a retired crow out, so its page brings who it was.
-            "retired": None if found.status != Crow.Status.RETIRED else {
-                "name": found.name, "epithet": found.epithet, "strength": found.strength,
-                "backstory": found.backstory, "role": found.role, "status": found.status,
-                "model": found.brain_spec, "task_types": found.task_types,
-            },
+            "retired": crow_out(found).model_dump() if found.status == Crow.Status.RETIRED else None,
         },
         crow_name=found.name,
     )
