@@ -1,21 +1,48 @@
 #!/usr/bin/env bash
-# Sets everything up the same way and runs the whole test suite: the server-side tests, then
-# the browser tests in their own pytest run (pytest-playwright keeps an event loop for the
-# whole session that breaks later async tests).
+# Sets everything up the same way and runs the whole test suite on both cores
+# (docs/TESTING.md says what runs where):
+# - mypy and Chromium's install check run in the background beside the tests;
+# - Jev's models are trained once into the cache that every test process and every live
+#   server of the run shares (keyed by the data's hash: a later run only checks them);
+# - the server-side tests run on two pytest-xdist workers;
+# - the browser tests run in their own pytest invocation (pytest-playwright keeps an event
+#   loop for the whole session that breaks later async tests), on two workers too.
+# Each pytest run ends with its 15 slowest tests. CROWS_TEST_WORKERS changes the worker
+# count (1 runs without xdist's workers); extra arguments go to both pytest runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export CROWS_TEST_RUN=1
-
+mkdir -p .data
+workers="${CROWS_TEST_WORKERS:-2}"
 status=0
-# Types first (django-stubs; the configuration is in pyproject.toml): quick, and a type
-# error fails the run like a failing test.
-.venv/bin/python -m mypy || status=$?
-.venv/bin/python -m pytest tests --ignore=tests/browser -p no:cacheprovider "$@" || status=$?
 
+# Types: a type error fails the run like a failing test.
+.venv/bin/python -m mypy > .data/test-mypy.log 2>&1 &
+mypy_pid=$!
+chromium_pid=""
 if [ -d tests/browser ] && ls tests/browser/test_*.py >/dev/null 2>&1; then
-  bash scripts/ensure-chromium.sh || true
-  .venv/bin/python -m pytest tests/browser -p no:cacheprovider "$@" || {
+  bash scripts/ensure-chromium.sh > .data/test-chromium.log 2>&1 &
+  chromium_pid=$!
+fi
+
+cache="$(pwd -P)/.data/jev-test-cache"
+echo "test: Jev's models for this run ($cache)"
+CROWS_JEV_CACHE_DIR="$cache" .venv/bin/python manage.py jev_warm || status=$?
+export CROWS_TEST_JEV_WARMED="$cache"
+
+parallel=()
+[ "$workers" -gt 1 ] && parallel=(-n "$workers" --dist loadgroup)
+
+.venv/bin/python -m pytest tests --ignore=tests/browser "${parallel[@]}" --durations=15 -p no:cacheprovider "$@" \
+  || status=$?
+
+if wait "$mypy_pid"; then tail -1 .data/test-mypy.log; else cat .data/test-mypy.log; status=1; fi
+
+if [ -n "$chromium_pid" ]; then
+  wait "$chromium_pid" || true
+  cat .data/test-chromium.log
+  .venv/bin/python -m pytest tests/browser "${parallel[@]}" --durations=15 -p no:cacheprovider "$@" || {
     rc=$?
     # 5 = no tests collected; the browser suite always has tests, so treat it as a failure too.
     [ $status -eq 0 ] && status=$rc

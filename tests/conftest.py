@@ -16,9 +16,39 @@ from typing import Any
 
 import pytest
 
-from tests.support.server import LiveServer, SqliteTemplate
+from tests.support.server import JEV_TEST_CACHE, JEV_WARMED_ENV, LiveServer, SqliteTemplate, ensure_jev_cache
 
 os.environ.setdefault("CROWS_NO_WORKER_ON_IMPORT", "1")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Jev's models are the run's one expensive shared thing: the tests in this process read
+    them from the same cache as every live server (trained once per run, keyed by the data's
+    hash), and under pytest-xdist the controller trains it before any worker starts, so two
+    workers never train the same models side by side."""
+    from django.conf import settings
+
+    settings.CROWS_JEV_CACHE_DIR = str(JEV_TEST_CACHE)
+    is_xdist_controller = not hasattr(config, "workerinput") and bool(config.getoption("numprocesses", None))
+    if is_xdist_controller:
+        ensure_jev_cache()
+        os.environ[JEV_WARMED_ENV] = str(JEV_TEST_CACHE)
+
+
+# Where the run's time goes: real servers, workers and commands (docs/TESTING.md). Collected
+# first, so pytest-xdist's workers start on the long tests and finish on the quick in-process
+# ones instead of one worker running a long tail alone.
+SLOW_FIRST = ("scaleout", "live", "stream", "contract", "security", "commands", "test_settings.py", "flock")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+
+    def rank(item: pytest.Item) -> int:
+        area = Path(str(item.fspath)).relative_to(here).parts[0]
+        return SLOW_FIRST.index(area) if area in SLOW_FIRST else len(SLOW_FIRST)
+
+    items.sort(key=rank)  # stable: each module's tests keep their order
 
 
 @pytest.fixture
@@ -48,6 +78,13 @@ def capture_events(db) -> Callable[[], Any]:
             events.append({"id": row.id, "name": row.name, "payload": row.payload})
 
     return capture
+
+
+@pytest.fixture(scope="session")
+def jev_cache() -> Path:
+    """The warm Jev cache every live server of the run reads (CROWS_JEV_CACHE_DIR)."""
+    ensure_jev_cache()
+    return JEV_TEST_CACHE
 
 
 @pytest.fixture(scope="session")

@@ -4,35 +4,21 @@ racing claims leave one standing, and a nest stream replays from Last-Event-ID i
 
 from __future__ import annotations
 
-import shutil
 import threading
 import uuid
-from pathlib import Path
 
 import httpx
 import pytest
-from django.conf import settings
 
 from tests.support.sse import SSEClient
 
 pytestmark = pytest.mark.live
 
 
-@pytest.fixture(scope="session")
-def jev_cache() -> Path:
-    """Jev's trained models, made once in this process, so each server loads rather than
-    trains them (training every question costs tens of seconds per server)."""
-    from flock.jev import warm
-
-    warm()
-    return Path(settings.CROWS_DATA_DIR) / "jev"
-
-
 @pytest.fixture
 def chat_server(live_server_factory, sqlite_template, jev_cache):
     def start(env: dict[str, str] | None = None):
         data_dir = sqlite_template.fresh_dir(f"chat-{uuid.uuid4().hex[:8]}")
-        shutil.copytree(jev_cache, data_dir / "jev", dirs_exist_ok=True)
         return live_server_factory(env=env, data_dir=data_dir).start()
 
     return start

@@ -6,13 +6,10 @@ owner's exact phrase posted in the room reinstates; an unanswered decision close
 from __future__ import annotations
 
 import json
-import shutil
 import time
 import uuid
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 
 from tests.support.sse import SSEClient
 
@@ -24,21 +21,12 @@ RULES = [
 ]
 
 
-@pytest.fixture(scope="session")
-def jev_cache() -> Path:
-    from flock.jev import warm
-
-    warm()
-    return Path(settings.CROWS_DATA_DIR) / "jev"
-
-
 @pytest.fixture
 def governed_server(live_server_factory, sqlite_template, jev_cache, tmp_path):
     def start(env: dict[str, str] | None = None):
         rules = tmp_path / "rook.json"
         rules.write_text(json.dumps(RULES))
         data_dir = sqlite_template.fresh_dir(f"gov-{uuid.uuid4().hex[:8]}")
-        shutil.copytree(jev_cache, data_dir / "jev", dirs_exist_ok=True)
         return live_server_factory(env={"CROWS_BRAIN": f"script:{rules}", **(env or {})}, data_dir=data_dir).start()
 
     return start

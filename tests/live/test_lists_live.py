@@ -4,18 +4,16 @@ loopback, read back from the `?list_id=` stream by a real SSE client."""
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.support.server import PYTHON, ROOT, LiveServer, base_env
+from tests.support.server import LiveServer
 from tests.support.sse import Frame, SSEClient
 
 pytestmark = pytest.mark.live
@@ -39,20 +37,6 @@ FIELDS = {
 
 
 # --- servers ---------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def jev_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Jev's trained models, made once into the cache every list server reads, so no
-    server spends its first triage training."""
-    work = tmp_path_factory.mktemp("jev-warm")
-    cache = Path(base_env().get("CROWS_JEV_CACHE_DIR") or work / "jev")
-    subprocess.run(
-        [PYTHON, "manage.py", "shell", "-c", "from flock.jev import warm; warm()"],
-        cwd=ROOT, env=base_env(CROWS_DATA_DIR=str(work), CROWS_JEV_CACHE_DIR=str(cache)),
-        check=True, capture_output=True, timeout=300,
-    )
-    return cache
 
 
 @pytest.fixture
@@ -488,7 +472,6 @@ def test_on_postgresql_lists_and_racing_verdicts_never_deadlock(jev_cache, tmp_p
     """The same pipeline on PostgreSQL, where row locks and the event log's advisory lock
     can deadlock unless every transaction takes them in one order: lists whose items wait
     for verdicts, each verdict answered twice at the same moment."""
-    from tests.support.server import migrate
     from tests.support.services import fresh_postgres_database, missing_services
 
     why = missing_services()
@@ -497,7 +480,6 @@ def test_on_postgresql_lists_and_racing_verdicts_never_deadlock(jev_cache, tmp_p
     with fresh_postgres_database() as url:
         env = {"DATABASE_URL": url, "CROWS_LIST_RATE_PER_MIN": "1000", "CROWS_WORKER_THREADS": "8",
                "CROWS_MAX_IN_FLIGHT": "4", "CROWS_JEV_CACHE_DIR": str(jev_cache)}
-        migrate(base_env(CROWS_DATA_DIR=str(tmp_path), **env))
         server = LiveServer(tmp_path, env=env)
         # Trusted for every task type but writing, so the notes wait for the owner.
         seeded = server.manage("trust_seed", "--all", "--task-types", "research,code,planning,data,chat")

@@ -12,7 +12,7 @@ import time
 import psycopg
 import pytest
 
-from tests.support.server import LiveServer, base_env, migrate
+from tests.support.server import LiveServer
 from tests.support.services import fresh_postgres_database, missing_postgres
 from tests.support.sse import SSEClient
 
@@ -34,7 +34,6 @@ def pg_server(tmp_path_factory):
             "CROWS_EXCHANGES_PER_TURN": "0",
         }
         data = tmp_path_factory.mktemp("pg-ordering")
-        migrate(base_env(CROWS_DATA_DIR=str(data), **env))
         server = LiveServer(data, env=env).start()
         server.database_url = url
         try:

@@ -14,11 +14,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.server import PYTHON, ROOT, base_env, free_port, migrate
+from tests.support.server import PYTHON, ROOT, base_env, free_port
 from tests.support.services import fresh_postgres_database, missing_services
 from tests.support.sse import SSEClient
 
-pytestmark = [pytest.mark.scaleout, pytest.mark.live]
+# Servers of one Redis hear each other's doorbells: tests on the shared Redis run one at a
+# time (one pytest-xdist worker).
+pytestmark = [pytest.mark.scaleout, pytest.mark.live, pytest.mark.xdist_group("shared-redis")]
 
 _why = missing_services()
 if _why:
@@ -51,7 +53,6 @@ def test_the_procfile_starts_two_servers_and_two_workers_that_finish_a_list(tmp_
             CROWS_WORKER_THREADS="3",
         )
         env.pop("CROWS_EMBEDDED_WORKER", None)  # the Procfile turns it off by itself
-        migrate(env)
         subprocess.run(
             [PYTHON, "manage.py", "shell", "-c",
              "from django.core.management import call_command; call_command('trust_seed', '--all')"],

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from tests.support.server import LiveServer, base_env, free_port, migrate
+from tests.support.server import LiveServer, free_port
 from tests.support.services import fresh_postgres_database, missing_postgres, reachable
 from tests.support.sse import SSEClient
 
@@ -65,7 +65,6 @@ def outage_pair(tmp_path):
             "CROWS_EXCHANGES_PER_TURN": "0",
             "CROWS_EMBEDDED_WORKER": "0",
         }
-        migrate(base_env(CROWS_DATA_DIR=str(tmp_path), **env))
         a = LiveServer(tmp_path, env={**env, "CROWS_STREAM_POLL_S": "60"}).start()
         b = LiveServer(tmp_path, env={**env, "CROWS_STREAM_POLL_S": "1"}).start()
         try:

@@ -10,7 +10,7 @@ import time
 import psycopg
 import pytest
 
-from tests.support.server import PYTHON, ROOT, base_env, migrate
+from tests.support.server import PYTHON, ROOT, base_env
 from tests.support.services import fresh_postgres_database, missing_postgres
 
 pytestmark = [pytest.mark.scaleout, pytest.mark.live]
@@ -47,7 +47,6 @@ time.sleep(0.5)
 def test_one_notify_per_transaction_after_its_commit_and_none_for_a_rollback(tmp_path):
     with fresh_postgres_database() as url:
         env = base_env(CROWS_DATA_DIR=str(tmp_path), DATABASE_URL=url, CROWS_EMBEDDED_WORKER="0")
-        migrate(env)
         with psycopg.connect(url, autocommit=True) as listener:
             listener.execute("LISTEN crows_tasks")
             proc = subprocess.Popen(

@@ -7,11 +7,13 @@ import threading
 
 import pytest
 
-from tests.support.server import LiveServer, base_env, migrate
+from tests.support.server import LiveServer
 from tests.support.services import fresh_postgres_database, missing_services
 from tests.support.sse import SSEClient
 
-pytestmark = [pytest.mark.scaleout, pytest.mark.live]
+# Servers of one Redis hear each other's doorbells: tests on the shared Redis run one at a
+# time (one pytest-xdist worker).
+pytestmark = [pytest.mark.scaleout, pytest.mark.live, pytest.mark.xdist_group("shared-redis")]
 
 _why = missing_services()
 if _why:
@@ -30,7 +32,6 @@ def pair(tmp_path_factory):
             "CROWS_STREAM_POLL_S": "60",
         }
         data = tmp_path_factory.mktemp("scaleout")
-        migrate(base_env(CROWS_DATA_DIR=str(data), **env))
         # One server runs the embedded worker; the other is a pure web process.
         a = LiveServer(data, env={**env, "CROWS_EMBEDDED_WORKER": "1"}).start()
         b = LiveServer(data, env={**env, "CROWS_EMBEDDED_WORKER": "0"}).start()

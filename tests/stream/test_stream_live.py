@@ -9,6 +9,7 @@ import time
 import httpx
 import pytest
 
+from tests.support.server import LiveServer
 from tests.support.sse import SSEClient
 
 pytestmark = pytest.mark.live
@@ -25,8 +26,12 @@ def post(server, n: int, *, nest: str = "todo", author: str = "owner") -> list[i
     return ids
 
 
-def stored_ids(server, query: str = "") -> list[int]:
-    client = SSEClient(f"{server.url}/api/events?since=0{query}")
+def last_event_id(server) -> int:
+    return server.get("/api/state").json()["last_event_id"]
+
+
+def stored_ids(server, query: str = "", *, since: int = 0) -> list[int]:
+    client = SSEClient(f"{server.url}/api/events?since={since}{query}")
     try:
         last = server.get("/api/state").json()["last_event_id"]
         frames = []
@@ -39,14 +44,20 @@ def stored_ids(server, query: str = "") -> list[int]:
         client.close()
 
 
-@pytest.fixture
-def server(live_server_factory):
-    return live_server_factory(env=WRITER_ENV).start()
+@pytest.fixture(scope="module")
+def server(sqlite_template, tmp_path_factory):
+    """One server for the module: each test reads the stream after its own cursor (or from
+    its own room), so the events of the tests before it are no concern, and a server start
+    costs seconds of CPU."""
+    started = LiveServer(sqlite_template.fresh_dir(tmp_path_factory.mktemp("stream").name), env=WRITER_ENV).start()
+    yield started
+    started.stop()
 
 
 def test_replay_after_cursor_returns_exactly_the_stored_ids_after_it(server):
+    before = last_event_id(server)
     post(server, 12)
-    everything = stored_ids(server)
+    everything = stored_ids(server, since=before)
     assert len(everything) == 12
     cursor = everything[4]
     by_header = SSEClient(f"{server.url}/api/events", last_event_id=cursor)
@@ -92,7 +103,7 @@ def test_concurrent_writers_and_reconnecting_clients_miss_nothing(server):
     Last-Event-ID: each client's union equals the stored ids after its first cursor, in
     order, with no duplicate."""
     post(server, 2)
-    first_cursor = server.get("/api/state").json()["last_event_id"]
+    first_cursor = last_event_id(server)
     writers_done = threading.Event()
     received: dict[int, list[int]] = {}
 
@@ -131,7 +142,7 @@ def test_concurrent_writers_and_reconnecting_clients_miss_nothing(server):
     for t in readers:
         t.join(timeout=60)
 
-    expected = [i for i in stored_ids(server) if i > first_cursor]
+    expected = stored_ids(server, since=first_cursor)
     assert len(expected) == 120
     for n in range(3):
         assert received[n] == expected, f"client {n} saw a gap, a duplicate or a reordering"
@@ -210,8 +221,9 @@ def test_bad_last_event_id_header_is_a_400_and_the_server_lives_on(server):
 
 def test_last_event_id_wins_over_a_since_left_in_the_url(server):
     """An EventSource opened with ?since= reconnects to the same URL with Last-Event-ID."""
+    before = last_event_id(server)
     post(server, 5)
-    ids = stored_ids(server)
+    ids = stored_ids(server, since=before)
     client = SSEClient(f"{server.url}/api/events?since={ids[0]}", last_event_id=ids[3])
     try:
         assert [f.id for f in client.events(1)] == [ids[4]]

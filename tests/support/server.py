@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
@@ -26,21 +27,33 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-# Jev's cache is keyed by its training data, so every test server shares one.
+# Jev's cache is keyed by its training data, so every test server, the test processes
+# themselves (tests/conftest.py points their settings here) and every pytest-xdist worker
+# share one.
 JEV_TEST_CACHE = ROOT / ".data" / "jev-test-cache"
+# Set once the cache is known to be warm, and inherited by the processes started after
+# that (pytest-xdist's workers): they skip even the check.
+JEV_WARMED_ENV = "CROWS_TEST_JEV_WARMED"
 _jev_cache_lock = threading.Lock()
 _jev_cache_ready = False
 
 
 def ensure_jev_cache() -> None:
-    """Train Jev's models and fit its crow-fit vocabulary into the servers' cache once per
-    test run, before the first server needs them, with `manage.py jev_warm` as run.sh does.
-    On a fresh clone the first server otherwise trains them itself (tens of seconds on a
-    busy machine), and a test's first post waited for it past its timeout; and every server
-    would fit the vocabulary again at start (seconds of CPU each)."""
+    """Train Jev's models and fit its crow-fit vocabulary into the shared test cache once
+    per test run, before the first server needs them, with `manage.py jev_warm` as run.sh
+    does. On a fresh clone a server otherwise trains them itself (tens of seconds on a busy
+    machine) while a test's first post waits past its timeout, and every server would fit
+    the vocabulary again at start. A file lock keeps two test processes from training at
+    once (the second then finds the cache warm and only checks it)."""
     global _jev_cache_ready
+    if os.environ.get(JEV_WARMED_ENV) == str(JEV_TEST_CACHE):
+        return
     with _jev_cache_lock:
-        if not _jev_cache_ready:
+        if _jev_cache_ready:
+            return
+        JEV_TEST_CACHE.mkdir(parents=True, exist_ok=True)
+        with open(JEV_TEST_CACHE.parent / "jev-test-cache.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
             env = {k: v for k, v in os.environ.items() if not k.startswith(("CROWS_", "DJANGO_", "PYTEST"))}
             env.pop("DATABASE_URL", None)
             env.update(DJANGO_SETTINGS_MODULE="crows_site.settings", CROWS_JEV_CACHE_DIR=str(JEV_TEST_CACHE))
@@ -49,7 +62,7 @@ def ensure_jev_cache() -> None:
             )
             if warm.returncode != 0:
                 raise RuntimeError(f"manage.py jev_warm failed:\n{warm.stdout}{warm.stderr}")
-            _jev_cache_ready = True
+        _jev_cache_ready = True
 
 
 def base_env(**overrides: str) -> dict[str, str]:

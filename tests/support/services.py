@@ -56,14 +56,71 @@ def missing_services() -> str:
     return ""
 
 
-@contextmanager
-def fresh_postgres_database() -> Iterator[str]:
-    """A new, empty database for one test session, dropped afterwards."""
+def _migrations_key() -> str:
+    """A hash of every migration the project and its dependencies apply: a template made
+    from other migrations is never used."""
+    import hashlib
+
+    from tests.support.server import ROOT
+
+    digest = hashlib.sha256()
+    for path in sorted(ROOT.glob("*/migrations/*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    digest.update((ROOT / "requirements.lock").read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _migrated_template() -> str:
+    """The name of a PostgreSQL database migrated once for this version of the migrations
+    and kept as a template between runs. Cloning it costs well under a second; migrating a
+    new database costs over ten seconds of two processes' CPU, and the scale-out tests
+    made a dozen. A file lock keeps parallel test workers from building it twice."""
+    import fcntl
+    import tempfile
+
     import psycopg
 
+    from tests.support.server import base_env, migrate
+
+    name = f"crows_tpl_{_migrations_key()}"
+    # One lock for every checkout on this machine: they share the PostgreSQL server.
+    lock_path = Path(tempfile.gettempdir()) / "crows-pg-template.lock"
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+            if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+                return name
+            # Built under another name and renamed when whole, so a run stopped half-way
+            # never leaves a half-migrated template behind.
+            building = f"crows_tplbuild_{uuid.uuid4().hex[:10]}"
+            admin.execute(f'CREATE DATABASE "{building}"')
+            base = PG_ADMIN_URL.rsplit("/", 1)[0]
+            try:
+                with tempfile.TemporaryDirectory() as data_dir:
+                    migrate(base_env(CROWS_DATA_DIR=data_dir, DATABASE_URL=f"{base}/{building}"))
+                admin.execute(f'ALTER DATABASE "{building}" RENAME TO "{name}"')
+            except BaseException:
+                admin.execute(f'DROP DATABASE IF EXISTS "{building}" WITH (FORCE)')
+                raise
+            stale = admin.execute(
+                "SELECT datname FROM pg_database WHERE datname LIKE 'crows\\_tpl\\_%%' AND datname <> %s", (name,)
+            ).fetchall()
+            for (old,) in stale:
+                admin.execute(f'DROP DATABASE IF EXISTS "{old}" WITH (FORCE)')
+    return name
+
+
+@contextmanager
+def fresh_postgres_database() -> Iterator[str]:
+    """A new database for one test, already migrated (a clone of `_migrated_template`),
+    dropped afterwards."""
+    import psycopg
+
+    template = _migrated_template()
     name = f"crows_test_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     base = PG_ADMIN_URL.rsplit("/", 1)[0]
     try:
         yield f"{base}/{name}"
@@ -102,16 +159,15 @@ def row_lock(probe, table, pk):
 
 
 def run_on_fresh_postgres(script: str, data_dir: Path, *, timeout: float = 300) -> Any:
-    """Migrate a fresh PostgreSQL database, run `script` in `manage.py shell` against it,
-    and return the JSON the script printed on its last line."""
+    """Run `script` in `manage.py shell` against a fresh migrated PostgreSQL database and
+    return the JSON the script printed on its last line."""
     import json
     import subprocess
 
-    from tests.support.server import PYTHON, ROOT, base_env, migrate
+    from tests.support.server import PYTHON, ROOT, base_env
 
     with fresh_postgres_database() as url:
         env = base_env(CROWS_DATA_DIR=str(data_dir), DATABASE_URL=url, CROWS_EMBEDDED_WORKER="0")
-        migrate(env)
         run = subprocess.run(
             [PYTHON, "manage.py", "shell", "-v", "0", "-c", script],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
