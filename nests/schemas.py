@@ -12,15 +12,15 @@ from flock.schemas import ID_MAX, NO_NUL_PATTERN, TEXT_PATTERN, StrictIn, WholeN
 from nests.actions.chat.budgets import TOP_UP_EXCHANGES_MAX, TOP_UP_TOKENS_MAX
 from nests.actions.messages import CROW_KINDS, TEXT_MAX
 from nests.actions.rooms import MAX_CORE, MIN_CORE, NAME_MAX
-from nests.queries import PAGE_MAX
+from nests.queries import PAGE_BEFORE_PATTERN, PAGE_MAX
 
 # The messages page's query: read as text and judged by queries.parse_page, which names
 # the problem; the document states the rule.
 PageBefore = Annotated[
     Annotated[str, StringConstraints(max_length=ID_MAX)] | None,
     WithJsonSchema({
-        "type": "string", "maxLength": ID_MAX, "pattern": r"^([a-z0-9-]+-)?[1-9][0-9]{0,8}$",
-        "description": "a message number or msg_id of this nest: the page ends just before it",
+        "type": "string", "maxLength": ID_MAX, "pattern": PAGE_BEFORE_PATTERN,
+        "description": "a message number or msg_id of this nest: the page ends just before it (404 for another room's)",
     }),
 ]
 PageLimit = Annotated[

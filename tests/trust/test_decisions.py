@@ -268,9 +268,9 @@ def test_the_owner_reinstates_a_crow_kept_quarantined_over_the_api(client, captu
     assert r.json()["name"] == "Rook" and r.json()["status"] == "active"
     assert events.named("crow.reinstated")[0]["by"] == "owner"
     assert Decision.objects.get(pk=decision.pk).outcome == "kept"  # the closed decision stays as it was
-    # Not quarantined (any more): a 400 that says so; no such crow: a 404.
+    # Not quarantined (any more): a 409 that says so (the crow's state); no such crow: a 404.
     again = post_json(client, "/api/crows/Rook/reinstate", {})
-    assert again.status_code == 400 and "not quarantined" in again.json()["message"]
+    assert again.status_code == 409 and "not quarantined" in again.json()["message"]
     assert post_json(client, "/api/crows/Nobody/reinstate", {}).status_code == 404
 
 
