@@ -11,7 +11,7 @@ from pydantic import ConfigDict, StrictStr, StringConstraints, WithJsonSchema
 from flock.schemas import ID_MAX, NO_NUL_PATTERN, TEXT_PATTERN, StrictIn, WholeNumber, rule, says
 from nests.actions.chat.budgets import TOP_UP_EXCHANGES_MAX, TOP_UP_TOKENS_MAX
 from nests.actions.messages import CROW_KINDS, TEXT_MAX
-from nests.actions.rooms import MAX_CORE, MIN_CORE, NAME_MAX
+from nests.actions.rooms import MAX_CORE, MIN_CORE, NAME_MAX, NAME_PATTERN
 from nests.queries import PAGE_BEFORE_PATTERN, PAGE_MAX
 
 # The messages page's query: read as text and judged by queries.parse_page, which names
@@ -37,7 +37,8 @@ class NestIn(StrictIn):
         "crows": "crows must be a list of crow names",
     }
     name: Annotated[StrictStr, says("name must be a string")] = rule(
-        "the nest's name; its id is the name slugified", minLength=1, maxLength=NAME_MAX, pattern=r"^[^\u0000]*[A-Za-z0-9][^\u0000]*$"
+        "the nest's name, with a letter or digit of a-z, A-Z or 0-9; its id is the name slugified",
+        minLength=1, maxLength=NAME_MAX, pattern=NAME_PATTERN,
     )
     crows: Annotated[list[StrictStr], says("crows must be a list of crow names")] = rule(
         "the core crows, names from the roster", minItems=MIN_CORE, maxItems=MAX_CORE, uniqueItems=True,

@@ -295,3 +295,13 @@ def test_reinstating_a_crow_that_is_not_quarantined_is_a_409(client):
     response = post(client, "/api/crows/Quill/reinstate", {})
     assert response.status_code == 409
     assert response.json() == {"message": "Quill is active, not quarantined"}
+
+
+@pytest.mark.parametrize("name, taken", [("Éé", False), ("①②", False), ("Café", True), ("Été", True), (" 7 ", True)])
+def test_a_nest_name_is_taken_exactly_when_the_document_allows_it(client, components, name, taken):
+    body = {"name": name, "crows": ["Rook"]}
+    assert valid(components["NestIn"], body) is taken
+    response = post(client, "/api/nests", body)
+    assert response.status_code == (201 if taken else 400), response.content
+    if not taken:
+        assert response.json()["message"].startswith("name must contain at least one Latin letter or digit")
