@@ -4,7 +4,7 @@ One check stands in for schemathesis's `positive_data_acceptance`: every request
 document allows is taken, except for the few refusals the contract makes 400s although
 they depend on the flock's state, which no schema can state (docs/API.md, "Rules no schema
 states"): who is a member of the nest, which messages it holds, which crows are
-quarantined, the cap of nests. Each is matched by the words of its message; any other 400
+quarantined, the cap of nests, and a script: brain's file on the server's disk. Each is matched by the words of its message; any other 400
 to a schema-valid request fails, as does anything outside the check's own expected
 statuses."""
 
@@ -24,6 +24,10 @@ STATE_400 = {
     "the Sentry speaks only in flags, through the harness": r"^Sentry speaks only in flags",
     "a quarantined crow may not speak": r"^\w+ is quarantined and may not speak",
     "the cap of nests": r"^the flock already has \d+ nests, the most it keeps$",
+    # A script: brain's file is judged on the server's disk, under the operator's
+    # CROWS_SCRIPT_DIR (docs/BRAINS.md): the document can state its shape only.
+    "a script: brain's file must exist and hold rules": r"^.*: the brain script ",
+    "a script: brain only from CROWS_SCRIPT_DIR": r"^script: (brains are refused here|must name a regular file)",
 }
 _STATE_400 = [re.compile(pattern, re.DOTALL) for pattern in STATE_400.values()]
 
