@@ -27,15 +27,6 @@ class Conflict(CrowsError):
     status = 409
 
 
-class Refused(CrowsError):
-    """A well-formed request that the flock's present state refuses: an author who is not a
-    member of the room, a quarantined crow, a message the room does not have, the cap of
-    nests, a crow that is not quarantined. A 409 like a Conflict: a 400 is kept for what
-    the request itself gets wrong, which the API document states (docs/API.md)."""
-
-    status = 409
-
-
 class TooLarge(CrowsError):
     status = 413
 

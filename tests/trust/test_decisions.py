@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from flock import worker
-from flock.errors import BadInput, NotFound
+from flock.errors import BadInput, Conflict, NotFound
 from flock.models import Crow
 from trust.actions import (
     answer_decision,
@@ -172,7 +172,8 @@ def test_a_choice_decision_takes_one_of_its_options():
 
 
 def test_quarantine_and_reinstate_refuse_the_wrong_state():
-    with pytest.raises(BadInput):
+    # Reinstating an active crow is the crow's state refusing a well-formed request (409).
+    with pytest.raises(Conflict):
         reinstate_crow("Rook")
     quarantine_crow("Rook", breach="owner_report", evidence="by hand", by="admin:smokey")
     assert Breach.objects.get().kind == "owner_report"
