@@ -89,7 +89,27 @@ class CrowsAPI(NinjaAPI):
         # Every operation, the stream included: the bearer token, or nothing (the empty
         # requirement) on a server without CROWS_OWNER_TOKEN, which answers loopback only.
         schema["security"] = [{"owner_token": []}, {}]
+        _state_the_roster(schema)
         return schema
+
+
+def _state_the_roster(schema: OpenAPISchema) -> None:
+    """A nest's core crows come from the living roster: the document names it as it stands
+    when it is fetched (an enum), so a request it allows is not refused for a stranger. The
+    roster changes only when a crow is hatched or retired."""
+    from flock.queries import roster_names
+
+    nest_in = schema.get("components", {}).get("schemas", {}).get("NestIn")
+    if nest_in is None:
+        return
+    try:
+        roster = roster_names()
+    except DatabaseError:
+        # The database is away: the document is still served, the roster unstated (the
+        # answer to a stranger is the 400 naming the roster, as ever).
+        log.warning("the roster could not be read for the API document")
+        return
+    nest_in["properties"]["crows"]["items"] = {"type": "string", "enum": roster}
 
 
 api = CrowsAPI(title="so-many-crows", version="1", urls_namespace="api", parser=StrictJsonParser())

@@ -94,9 +94,10 @@ def rule(description: str = "", *, default: Any = PydanticUndefined, **json_sche
 
 
 class StrictIn(Schema):
-    """A request body. Fields named in REQUIRED must be present and not null; each is
-    refused with its own words. Unknown fields are ignored, and the document says they
-    are not part of the contract (additionalProperties: false)."""
+    """A request body. A field the body does not take is refused, naming it, as the
+    document says (additionalProperties: false): a misspelt optional field is a 400, never
+    quietly dropped. Fields named in REQUIRED must be present and not null; each is
+    refused with its own words."""
 
     model_config = ConfigDict(json_schema_extra={"additionalProperties": False})
 
@@ -108,12 +109,24 @@ class StrictIn(Schema):
         # ninja's Schema hands validators its DjangoGetter around the parsed body.
         raw = getattr(data, "_obj", data)
         if isinstance(raw, dict):
+            unknown = [str(key) for key in raw if key not in cls.model_fields]
+            if unknown:
+                raise PydanticCustomError(API_ERROR, unknown_fields(unknown, taken=list(cls.model_fields)))
             for field, message in cls.REQUIRED.items():
                 if raw.get(field) is None:
                     raise PydanticCustomError(API_ERROR, message)
         elif isinstance(raw, (list, str, int, float, bool)) or raw is None:
             raise PydanticCustomError(API_ERROR, "the body must be a JSON object")
         return data
+
+
+def unknown_fields(unknown: list[str], *, taken: list[str]) -> str:
+    """The refusal of fields a body does not take, naming them (cut to 40 characters each,
+    as a client may send anything for a key) and what the body does take."""
+    names = ", ".join(repr(name[:40]) for name in unknown[:5])
+    field = "field" if len(unknown) == 1 else "fields"
+    takes = ", ".join(taken) if taken else "no fields (send {})"
+    return f"unknown {field} {names}: this body takes {takes}"
 
 
 class ErrorOut(Schema):

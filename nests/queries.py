@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from flock import queries as flock_queries
-from flock.errors import BadInput
+from flock.errors import BadInput, NotFound
 from flock.events import rfc3339
 from flock.models import Crow, Flight
 from flock.vocab import OWNER, REGULAR, STRANGER, TRUSTED  # noqa: F401  (dispatch and quill read them here)
@@ -191,25 +191,34 @@ def recent_messages(nest: Nest, *, limit: int = RECENT_MESSAGES) -> list[NestMes
     return newest[::-1]
 
 
+# The page cursor as the API document states it (nests/schemas.py): a message number, or a
+# msg_id (its nest's id, a dash, the number). ASCII digits only, nothing around them, so
+# the server takes exactly what the document allows.
+PAGE_BEFORE_PATTERN = r"^([a-z0-9-]+-)?[1-9][0-9]{0,8}$"
+PAGE_LIMIT_PATTERN = r"^[0-9]{1,4}$"
+
+
 def parse_page(nest: Nest, *, before: str | None, limit: str | None) -> tuple[int | None, int]:
-    """Validate ?before= (a number n or a msg_id of this nest) and ?limit= (1–200)."""
+    """Validate ?before= (a number n or a msg_id of this nest) and ?limit= (1–200): BadInput
+    for a value of the wrong shape, NotFound for the msg_id of another room's message."""
     size = PAGE_DEFAULT
     if limit is not None:
-        if not re.fullmatch(r"\d{1,4}", limit.strip()) or not 1 <= int(limit) <= PAGE_MAX:
+        if not re.fullmatch(PAGE_LIMIT_PATTERN, limit) or not 1 <= int(limit) <= PAGE_MAX:
             raise BadInput(f"limit must be a whole number from 1 to {PAGE_MAX}, got {limit!r}")
         size = int(limit)
     cursor: int | None = None
     if before is not None:
-        value = before.strip()
-        prefix = f"{nest.nest_id}-"
-        if value.startswith(prefix):
-            value = value.removeprefix(prefix)
-        if not re.fullmatch(r"\d{1,9}", value) or int(value) < 1:
+        shaped = re.fullmatch(PAGE_BEFORE_PATTERN, before)
+        if shaped is None:
             raise BadInput(
                 f"before must be a message number or a msg_id of {nest.nest_id} "
                 f"(like {nest.nest_id}-12), got {before!r}"
             )
-        cursor = int(value)
+        # A msg_id well formed but of another room names no message here: what the
+        # cursor points at does not exist, as for a nest that does not.
+        if shaped.group(1) is not None and shaped.group(1) != f"{nest.nest_id}-":
+            raise NotFound(f"{nest.nest_id} has no message {before!r}: before is a msg_id of this nest")
+        cursor = int(before.removeprefix(shaped.group(1) or ""))
     return cursor, size
 
 

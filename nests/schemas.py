@@ -11,16 +11,16 @@ from pydantic import ConfigDict, StrictStr, StringConstraints, WithJsonSchema
 from flock.schemas import ID_MAX, NO_NUL_PATTERN, TEXT_PATTERN, StrictIn, WholeNumber, rule, says
 from nests.actions.chat.budgets import TOP_UP_EXCHANGES_MAX, TOP_UP_TOKENS_MAX
 from nests.actions.messages import CROW_KINDS, TEXT_MAX
-from nests.actions.rooms import MAX_CORE, MIN_CORE, NAME_MAX
-from nests.queries import PAGE_MAX
+from nests.actions.rooms import MAX_CORE, MIN_CORE, NAME_MAX, NAME_PATTERN
+from nests.queries import PAGE_BEFORE_PATTERN, PAGE_MAX
 
 # The messages page's query: read as text and judged by queries.parse_page, which names
 # the problem; the document states the rule.
 PageBefore = Annotated[
     Annotated[str, StringConstraints(max_length=ID_MAX)] | None,
     WithJsonSchema({
-        "type": "string", "maxLength": ID_MAX, "pattern": r"^([a-z0-9-]+-)?[1-9][0-9]{0,8}$",
-        "description": "a message number or msg_id of this nest: the page ends just before it",
+        "type": "string", "maxLength": ID_MAX, "pattern": PAGE_BEFORE_PATTERN,
+        "description": "a message number or msg_id of this nest: the page ends just before it (404 for another room's)",
     }),
 ]
 PageLimit = Annotated[
@@ -37,7 +37,8 @@ class NestIn(StrictIn):
         "crows": "crows must be a list of crow names",
     }
     name: Annotated[StrictStr, says("name must be a string")] = rule(
-        "the nest's name; its id is the name slugified", minLength=1, maxLength=NAME_MAX, pattern=r"^[^\u0000]*[A-Za-z0-9][^\u0000]*$"
+        "the nest's name, with a letter or digit of a-z, A-Z or 0-9; its id is the name slugified",
+        minLength=1, maxLength=NAME_MAX, pattern=NAME_PATTERN,
     )
     crows: Annotated[list[StrictStr], says("crows must be a list of crow names")] = rule(
         "the core crows, names from the roster", minItems=MIN_CORE, maxItems=MAX_CORE, uniqueItems=True,

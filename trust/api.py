@@ -57,7 +57,7 @@ def answer_decision(request: HttpRequest, decision_id: IdParam, payload: Decisio
     return queries.decision_record(decision)
 
 
-@router.post("/crows/{name}/reinstate", response={200: CrowOut, **errors(404, write=True)})
+@router.post("/crows/{name}/reinstate", response={200: CrowOut, **errors(404, 409, write=True)})
 def reinstate_crow(request: HttpRequest, name: IdParam, payload: ReinstateIn) -> CrowOut:
     """Lift a crow's quarantine now, with or without an open decision: the owner's own
     later yes after "Keep quarantined" or a decision that timed out (an extension,

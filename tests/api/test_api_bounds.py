@@ -208,3 +208,100 @@ def test_the_cursors_range_is_documented(client):
     for parameter in document["paths"]["/api/events"]["get"]["parameters"]:
         if parameter["name"] in ("since", "Last-Event-ID"):
             assert parameter["schema"]["maximum"] == 2**63 - 1
+
+
+# --- every body takes only its own fields -----------------------------------------------------
+
+# One body of each request schema that is good but for its extra field, with where it goes.
+BODIES = {
+    "CrowPatchIn": ("patch", "/api/crows/Rook", {"epithet": "the bold"}),
+    "BrainTestIn": ("post", "/api/brains/test", {"model": "mock"}),
+    "ListIn": ("post", "/api/lists", {"text": "one thing", "requester": "ann"}),
+    "VerdictIn": ("post", "/api/verdicts", {"item_id": "L1-1", "target": "triage", "approve": True}),
+    "RetryIn": ("post", "/api/items/L1-1/retry", {"note": "again"}),
+    "DecisionAnswerIn": ("post", "/api/decisions/D1", {"answer": "retire"}),
+    "ReinstateIn": ("post", "/api/crows/Rook/reinstate", {}),
+    "NestIn": ("post", "/api/nests", {"name": "Ops", "crows": ["Rook"]}),
+    "MessageIn": ("post", "/api/nests/todo/messages", {"author": "owner", "text": "hi"}),
+    "BudgetIn": ("post", "/api/nests/todo/budget", {"exchanges": 1}),
+}
+
+
+def test_every_request_body_the_document_lists_forbids_unknown_fields(components):
+    bodies = {name for name, schema in components.items() if name.endswith("In")}
+    assert bodies == set(BODIES)
+    for name in bodies:
+        assert components[name]["additionalProperties"] is False, name
+
+
+@pytest.mark.parametrize("schema", sorted(BODIES))
+def test_an_unknown_field_is_a_400_naming_it_and_nothing_is_written(client, components, schema):
+    from flock.models import Event
+
+    method, path, good = BODIES[schema]
+    body = {**good, "colour": "blue"}
+    assert not valid(components[schema], body)
+    before = Event.objects.count()
+    response = getattr(client, method)(path, data=json.dumps(body), content_type="application/json")
+    assert response.status_code == 400, response.content
+    message = response.json()["message"]
+    assert message.startswith("unknown field 'colour': this body takes "), message
+    for field in components[schema].get("properties", {}):
+        assert field in message
+    assert Event.objects.count() == before
+
+
+def test_several_unknown_fields_are_named_together(client):
+    response = post(client, "/api/nests/todo/messages", {"author": "owner", "text": "hi", "tone": 1, "mood": 2})
+    assert response.status_code == 400
+    assert response.json()["message"] == (
+        "unknown fields 'tone', 'mood': this body takes author, text, to, kind, refers_to"
+    )
+
+
+# --- what the flock's state decides is not a 400 the document allows ---------------------------
+
+
+def test_the_roster_is_the_enum_of_a_nests_crows(client, components):
+    from flock.queries import roster_names
+
+    crows = components["NestIn"]["properties"]["crows"]
+    assert crows["items"]["enum"] == roster_names() and "Sentry" not in roster_names()
+    assert not valid(components["NestIn"], {"name": "Ops", "crows": ["Sentry"]})
+    assert post(client, "/api/nests", {"name": "Ops", "crows": ["Sentry"]}).status_code == 400
+    assert valid(components["NestIn"], {"name": "Ops", "crows": ["Rook"]})
+    assert post(client, "/api/nests", {"name": "Ops", "crows": ["Rook"]}).status_code == 201
+
+
+def test_a_page_cursor_of_another_rooms_message_is_a_404_and_a_misshapen_one_a_400(client):
+    from nests.actions import post_message
+
+    post_message("todo", author="owner", text="one")
+    post_message("todo", author="owner", text="two")
+    assert client.get("/api/nests/todo/messages?before=todo-2").json()["messages"][-1]["text"] == "one"
+    other = client.get("/api/nests/todo/messages?before=launch-2")
+    assert other.status_code == 404
+    assert other.json()["message"] == "todo has no message 'launch-2': before is a msg_id of this nest"
+    # What the documented pattern refuses, the server refuses: no spaces, signs or other digits.
+    for shape in [" 2", "2 ", "+2", "02", "\u0662", "todo-02", "Todo-2"]:
+        response = client.get("/api/nests/todo/messages", {"before": shape})
+        assert response.status_code == 400 and response.json()["message"].startswith("before must be"), shape
+    for limit in [" 5", "5 ", "\u0665", "+5"]:
+        response = client.get("/api/nests/todo/messages", {"limit": limit})
+        assert response.status_code == 400 and response.json()["message"].startswith("limit must be"), limit
+
+
+def test_reinstating_a_crow_that_is_not_quarantined_is_a_409(client):
+    response = post(client, "/api/crows/Quill/reinstate", {})
+    assert response.status_code == 409
+    assert response.json() == {"message": "Quill is active, not quarantined"}
+
+
+@pytest.mark.parametrize("name, taken", [("Éé", False), ("①②", False), ("Café", True), ("Été", True), (" 7 ", True)])
+def test_a_nest_name_is_taken_exactly_when_the_document_allows_it(client, components, name, taken):
+    body = {"name": name, "crows": ["Rook"]}
+    assert valid(components["NestIn"], body) is taken
+    response = post(client, "/api/nests", body)
+    assert response.status_code == (201 if taken else 400), response.content
+    if not taken:
+        assert response.json()["message"].startswith("name must contain at least one Latin letter or digit")

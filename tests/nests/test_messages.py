@@ -272,12 +272,17 @@ def test_a_delivery_on_the_messages_page_carries_its_markdown_rendered_and_sanit
         ("limit=-1", "limit"),
         ("before=abc", "before"),
         ("before=0", "before"),
-        ("before=todo-3", "before"),
     ],
 )
 def test_bad_page_queries_are_a_400(client, launch, query, words):
     r = client.get(f"/api/nests/launch/messages?{query}")
     assert r.status_code == 400 and words in r.json()["message"]
+
+
+def test_a_page_cursor_of_another_rooms_message_is_a_404(client, launch):
+    # Well formed (the document's pattern allows it), but no message of this room.
+    r = client.get("/api/nests/launch/messages?before=todo-3")
+    assert r.status_code == 404 and "todo-3" in r.json()["message"]
 
 
 def test_the_owner_tops_up_a_budget_and_the_room_hears_it(client, launch, settings):

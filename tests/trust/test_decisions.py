@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from flock import worker
-from flock.errors import BadInput, NotFound
+from flock.errors import BadInput, Conflict, NotFound
 from flock.models import Crow
 from trust.actions import (
     answer_decision,
@@ -172,7 +172,8 @@ def test_a_choice_decision_takes_one_of_its_options():
 
 
 def test_quarantine_and_reinstate_refuse_the_wrong_state():
-    with pytest.raises(BadInput):
+    # Reinstating an active crow is the crow's state refusing a well-formed request (409).
+    with pytest.raises(Conflict):
         reinstate_crow("Rook")
     quarantine_crow("Rook", breach="owner_report", evidence="by hand", by="admin:smokey")
     assert Breach.objects.get().kind == "owner_report"
@@ -268,9 +269,9 @@ def test_the_owner_reinstates_a_crow_kept_quarantined_over_the_api(client, captu
     assert r.json()["name"] == "Rook" and r.json()["status"] == "active"
     assert events.named("crow.reinstated")[0]["by"] == "owner"
     assert Decision.objects.get(pk=decision.pk).outcome == "kept"  # the closed decision stays as it was
-    # Not quarantined (any more): a 400 that says so; no such crow: a 404.
+    # Not quarantined (any more): a 409 that says so (the crow's state); no such crow: a 404.
     again = post_json(client, "/api/crows/Rook/reinstate", {})
-    assert again.status_code == 400 and "not quarantined" in again.json()["message"]
+    assert again.status_code == 409 and "not quarantined" in again.json()["message"]
     assert post_json(client, "/api/crows/Nobody/reinstate", {}).status_code == 404
 
 

@@ -14,7 +14,7 @@ from django.db import transaction
 
 from flock.actions import crow_grounded, lock_for_grounding
 from flock.actions import retire_crow as retire_flock_crow
-from flock.errors import BadInput, NotFound
+from flock.errors import BadInput, Conflict, NotFound
 from flock.events import emit, register_event_names
 from flock.models import Crow
 from trust.actions.locking import lock_event_log
@@ -109,14 +109,15 @@ def quarantine_crow(
 
 def reinstate_crow(crow: Crow | str, *, by: str = "owner", decision_id: str = "", nest_id: str = "") -> Crow:
     """Lift a quarantine: the crow is active again. Emits `crow.reinstated`; any other open
-    decision about it closes as `reinstated` (the admin reinstating directly). BadInput
+    decision about it closes as `reinstated` (the admin reinstating directly). Conflict
     when the crow is not quarantined."""
     from trust.actions.decisions import withdraw_decisions
     with transaction.atomic():
         lock_event_log()
         found = _locked_crow(crow)
         if found.status != Crow.Status.QUARANTINED:
-            raise BadInput(f"{found.name} is {found.status}, not quarantined")
+            # The crow's state, not the request, is what is wrong: a 409 (docs/API.md).
+            raise Conflict(f"{found.name} is {found.status}, not quarantined")
         found.status = Crow.Status.ACTIVE
         found.save(update_fields=["status"])
         emit(
