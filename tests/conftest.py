@@ -38,7 +38,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # Where the run's time goes: real servers, workers and commands (docs/TESTING.md). Collected
 # first, so pytest-xdist's workers start on the long tests and finish on the quick in-process
 # ones instead of one worker running a long tail alone.
-SLOW_FIRST = ("scaleout", "live", "stream", "contract", "security", "commands", "test_settings.py", "flock")
+SLOW_FIRST = ("scaleout", "live", "stream", "contract", "api", "security", "commands", "test_settings.py", "flock")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
