@@ -100,7 +100,7 @@ def test_a_running_task_without_a_lease_is_requeued_once_a_lease_has_passed(tran
     assert DBTaskResult.objects.get(id=fresh.id).status == TaskResultStatus.RUNNING
 
 
-def test_a_claim_holds_a_lease_until_the_task_ends_and_the_heartbeat_renews_it(transactional_db, tmp_path):
+def test_a_claim_holds_a_lease_that_the_heartbeat_renews_and_drops_once_the_task_ended(transactional_db, tmp_path):
     seen: list[tuple[str, float]] = []
     result = leave_mark.enqueue(str(tmp_path / "mark"))
 
@@ -110,11 +110,14 @@ def test_a_claim_holds_a_lease_until_the_task_ends_and_the_heartbeat_renews_it(t
         assert worker.renew_leases() == 1
         lease.refresh_from_db()
         seen.append((lease.worker_id, (lease.expires_at - before).total_seconds()))
+        worker.PoolWorker.run_task(pool, task_result)
 
     pool = worker._worker("spy-0", poller=True)
     pool.run_task = spy
     assert pool.run_one()
     assert seen and seen[0][0] == "spy-0" and seen[0][1] >= 0
+    # The ended task's lease goes with the heartbeat's next sweep, with every other one.
+    assert worker.drop_ended_leases() == 1
     assert not TaskLease.objects.filter(task_id=result.id).exists()
 
 

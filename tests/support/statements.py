@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 _CONTROL = re.compile(r"^\s*(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|END)\b", re.IGNORECASE)
 _SAVEPOINT = re.compile(r"^\s*(SAVEPOINT|RELEASE|ROLLBACK TO)\b", re.IGNORECASE)
@@ -87,6 +87,7 @@ class StatementCounter:
     def __call__(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
         text = str(sql)
         for counts in self._targets():
+            counts.sql.append(text)
             if _BEGIN.match(text):
                 counts.begins += 1
             elif _SAVEPOINT.match(text):
@@ -99,7 +100,6 @@ class StatementCounter:
                     counts.autocommit += len(parts)
                 for part in parts:
                     counts.shapes[shape(part)] += 1
-                counts.sql.append(text)
         return execute(sql, params, many, context)
 
     def ended_transaction(self) -> None:
@@ -120,7 +120,9 @@ class StatementCounter:
 def counting() -> Iterator[StatementCounter]:
     """Count everything the default connection runs in this block."""
     counter = StatementCounter()
-    real_commit, real_rollback = connection.commit, connection.rollback
+    wrapper = connections[DEFAULT_DB_ALIAS]
+    own = {name: wrapper.__dict__[name] for name in ("commit", "rollback") if name in wrapper.__dict__}
+    real_commit, real_rollback = wrapper.commit, wrapper.rollback
 
     def commit() -> None:
         counter.ended_transaction()
@@ -130,12 +132,17 @@ def counting() -> Iterator[StatementCounter]:
         counter.ended_transaction()
         real_rollback()
 
-    connection.commit, connection.rollback = commit, rollback  # type: ignore[method-assign]
+    wrapper.commit, wrapper.rollback = commit, rollback  # type: ignore[method-assign]
     try:
-        with connection.execute_wrapper(counter):
+        with wrapper.execute_wrapper(counter):
             yield counter
     finally:
-        del connection.commit, connection.rollback
+        # Put back what was there: an enclosing count's hooks, or the class's methods.
+        for name in ("commit", "rollback"):
+            if name in own:
+                setattr(wrapper, name, own[name])
+            else:
+                delattr(wrapper, name)
 
 
 # -- the operations -------------------------------------------------------------------

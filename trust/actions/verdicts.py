@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from flock.db import action_atomic
 from flock.errors import BadInput, Conflict, NotFound
-from flock.events import emit, register_event_names, rfc3339
+from flock.events import batched, emit, register_event_names, rfc3339
 from flock.schemas import ID_MAX
 from trust.actions.ledger import record_trust_outcome
 from trust.actions.locking import lock_event_log
@@ -248,7 +248,7 @@ def record_owner_verdict(
     reason = check_reason(reason)
     edited = check_edited_text(edited_text, target=target, approve=approve)
     article = "an" if target[:1] in "aeiou" else "a"
-    with transaction.atomic():
+    with transaction.atomic(), batched():
         lock_event_log()
         approval = _waiting_approval(item_id, target)
         late = approval is not None and _past_its_deadline(approval)

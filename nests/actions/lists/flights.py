@@ -33,7 +33,7 @@ from django.utils import timezone
 from flock.actions import record_flight
 from flock.brains import BrainReply, BrainRequest, get_brain, prompt_text
 from flock.db import lock_or_create, save_fields
-from flock.events import emit, register_event_names
+from flock.events import batched, emit, register_event_names
 from flock.models import Crow
 from flock.worker import live_runs
 from nests.actions.lists import briefs
@@ -276,7 +276,7 @@ def land_sortie(
     from nests.actions.lists.progress import after_elder_landed, after_worker_landed
     from nests.actions.lists.triage import conclude_triage
 
-    with transaction.atomic():
+    with transaction.atomic(), batched():
         sortie, todo, item = lock_sortie(sortie_pk)
         if sortie.status != Sortie.Status.FLYING or sortie.claimed_by != BOOT_ID:
             return None
