@@ -117,6 +117,39 @@ def _notify_workers() -> None:
         log.warning("NOTIFY for a new task failed; workers will find it by polling", exc_info=True)
 
 
+def enqueue_many(task: Any, calls: list[tuple[Any, ...]]) -> list[Any]:
+    """Enqueue `task` (a Task, its `using(...)` options set) once per argument tuple in
+    `calls`, as `task.enqueue(*args)` each would, in one INSERT: the same rows
+    django-tasks-db's backend writes, and the same `task_enqueued` signal per task (the
+    doorbell, NOTIFY). Returns the TaskResults, in order."""
+    from django.tasks.signals import task_enqueued
+    from django_tasks_db.compat import normalize_json
+    from django_tasks_db.models import get_date_max
+
+    if not calls:
+        return []
+    backend = task.get_backend()
+    backend.validate_task(task)
+    rows = [
+        DBTaskResult(
+            id=backend._get_id(),
+            args_kwargs=normalize_json({"args": list(args), "kwargs": {}}),
+            priority=task.priority,
+            task_path=task.module_path,
+            queue_name=task.queue_name,
+            # What django-tasks-db's pre_save handler sets, which bulk_create does not send.
+            run_after=task.run_after or get_date_max(),
+            backend_name=backend.alias,
+        )
+        for args in calls
+    ]
+    DBTaskResult.objects.bulk_create(rows)
+    results = [row.task_result for row in rows]
+    for result in results:
+        task_enqueued.send(type(backend), task_result=result)
+    return results
+
+
 def connect_signals() -> None:
     task_enqueued.connect(_notify, dispatch_uid="crows-worker-wake")
 

@@ -16,7 +16,7 @@ from flock.events import emit, register_event_names
 from flock.models import Crow
 from nests.actions.lists.crews import pick_crows
 from nests.actions.lists.ending import FAILURE, mark_answered, skip_item
-from nests.actions.lists.sorties import plan_sortie
+from nests.actions.lists.sorties import plan_sortie, plan_sorties
 from nests.models import Item, Sortie
 from trust.actions import open_approval, record_auto_verdict
 from trust.models import Target
@@ -51,8 +51,10 @@ def start_flights(item: Item) -> Item:
             plan = [(crow, borrowed, "answer", "") for crow, borrowed in picks]
         if not plan:
             return skip_item(item, reason=FAILURE)  # no crow is able to fly
-        for n, (crow, borrowed, task, part) in enumerate(plan, start=1):
-            plan_sortie(item, role=Sortie.Role.WORKER, crow=crow, borrowed=borrowed, task=task, subtask=part, n=n)
+        plan_sorties(item, [
+            {"role": Sortie.Role.WORKER, "crow": crow, "borrowed": borrowed, "task": task, "subtask": part, "n": n}
+            for n, (crow, borrowed, task, part) in enumerate(plan, start=1)
+        ])
         item.stage = Item.Stage.FLYING
         item.save(update_fields=["stage"])
     return item
