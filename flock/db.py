@@ -100,6 +100,36 @@ def lock_or_create[M: models.Model](model: type[M], **lookup: Any) -> M:
     return row
 
 
+def insert_unless_present(row: models.Model) -> bool:
+    """INSERT `row` unless a unique constraint already holds one like it: one
+    `INSERT … ON CONFLICT DO NOTHING RETURNING` statement, with no savepoint to recover
+    from the IntegrityError a plain insert would raise. True (and the row's pk set) when
+    it was inserted. SQLite and PostgreSQL both speak this; no signals are sent."""
+    from django.db.models.constants import OnConflict
+    from django.db.models.sql import InsertQuery
+
+    model = type(row)
+    meta = model._meta
+    fields = [f for f in meta.local_concrete_fields if not f.generated and f is not meta.auto_field]
+    for field in fields:
+        field.pre_save(row, True)  # auto_now_add and friends
+    query = InsertQuery(model, on_conflict=OnConflict.IGNORE)
+    query.insert_values(fields, [row])
+    returned = query.get_compiler(using=router_alias(row)).execute_sql([meta.pk])
+    if not returned:
+        return False
+    row.pk = returned[0][0]
+    row._state.adding = False
+    row._state.db = router_alias(row)
+    return True
+
+
+def router_alias(row: models.Model) -> str:
+    from django.db import router
+
+    return router.db_for_write(type(row), instance=row)
+
+
 def save_fields(*rows: tuple[models.Model, Sequence[str]]) -> None:
     """Save the named fields of each row, as `row.save(update_fields=fields)` would,
     without the model signals (the rows passed here have no receivers and no `save()` of

@@ -219,18 +219,25 @@ def measure_owner_post(nest_id: str = "todo") -> tuple[StatementCounter, Stateme
 
 
 def measure_owner_verdict() -> StatementCounter:
-    """The owner approves an untrusted Sentry's triage of a one-item list."""
+    """The owner approves an untrusted Sentry's triage of a one-item list. A first list's
+    triage is approved uncounted before it, so the one-off rows an answer creates (the
+    flock's trust row for the task type, the nest's crew rotation) exist, as they do
+    for every verdict after the first."""
     from flock import worker
     from nests.actions import post_list
     from trust.actions import record_owner_verdict
     from trust.models import Approval
 
-    todo = post_list("write a haiku about crows", requester="ada")
-    worker.run_pending()
-    approval = Approval.objects.get(list_id=todo.list_id)
-    with counting() as counter:
-        record_owner_verdict(approval.item_id, target=approval.target, approve=True)
-    worker.run_pending()  # its flights, uncounted: they are no part of the verdict
+    counter = StatementCounter()
+    for first in (True, False):
+        todo = post_list("write a haiku about crows", requester="ada")
+        worker.run_pending()
+        approval = Approval.objects.get(list_id=todo.list_id)
+        with counting() as counted:
+            record_owner_verdict(approval.item_id, target=approval.target, approve=True)
+        if not first:
+            counter = counted
+        worker.run_pending()  # its flights, uncounted: they are no part of the verdict
     return counter
 
 

@@ -35,9 +35,24 @@ def lock_list(pk: int) -> TodoList:
     return TodoList.objects.select_for_update().get(pk=pk)
 
 
+def lock_item(item_id: str) -> Item | None:
+    """Lock an item with its list, in one statement and in the lists' one order (the
+    list's row, then the item's: PostgreSQL locks a `FOR UPDATE OF` list's tables in the
+    order it names them, as flights.lock_sortie relies on too). None when there is no
+    such item."""
+    lock_event_log()
+    item = (
+        Item.objects.select_related("todo_list")
+        .select_for_update(of=("todo_list", "self"))
+        .filter(item_id=item_id)
+        .first()
+    )
+    return item
+
+
 def skip_item(item: Item, *, reason: str) -> Item:
     """End `item` as skipped (it must be locked by the caller, with its list)."""
-    with transaction.atomic():
+    with action_atomic():
         item.stage = Item.Stage.SKIPPED
         item.skip_reason = reason
         item.ended_at = timezone.now()
