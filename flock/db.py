@@ -52,7 +52,7 @@ def unapplied_migrations() -> int | None:
     with a traceback naming a table, and go on failing every request. Read from the
     migration files' names, as Django's loader finds them, without importing them: a
     worker that loaded the whole migration graph at start ran a few per cent slower in
-    bench/lists.py (docs/PERFORMANCE.md, ninth pass). A squashed migration's replaced ones
+    bench/lists.py. A squashed migration's replaced ones
     are recorded as applied with it, so they never count as missing."""
     import pkgutil
     from importlib import import_module
@@ -139,7 +139,7 @@ def save_fields(*rows: tuple[models.Model, Sequence[str]]) -> None:
     default cursor) sends several statements as one query. A take-off and a landing each
     write their item, list and sortie: one round trip instead of three, and the list's row
     lock, which the list's other flights queue for, is let go that much sooner
-    (docs/PERFORMANCE.md, eighth pass). Elsewhere, or with server-side binding (which takes
+    (docs/PERFORMANCE.md). Elsewhere, or with server-side binding (which takes
     one statement per query), one `save` per row. Like `save`, a row that is no longer
     there raises its model's `NotUpdated`, and the caller's transaction rolls back.
 

@@ -75,7 +75,7 @@ def lock_sortie(sortie_pk: int) -> tuple[Sortie, TodoList, Item]:
     names the tables, each after the one before is granted, and hands back the rows as
     they are once locked (READ COMMITTED re-reads a row that changed while it waited): the
     same as three `SELECT … FOR UPDATE`s in that order, in one round trip instead of
-    three (docs/PERFORMANCE.md, eighth pass). PostgreSQL's manual does not promise that
+    three. PostgreSQL's manual does not promise that
     order; its source keeps it, and tests/scaleout/test_flight_round_trips.py checks it."""
     sortie = (
         Sortie.objects.select_related("todo_list", "item")
