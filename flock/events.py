@@ -238,9 +238,13 @@ def flush() -> None:
     _write([event for event, _ in pending], [body for _, body in pending])
 
 
-def _write(events: list[Event], bodies: list[dict[str, Any]]) -> None:
+def _publish_on_commit(published: Published) -> None:
     from flock.stream import hub
 
+    transaction.on_commit(lambda: hub.publish(published))
+
+
+def _write(events: list[Event], bodies: list[dict[str, Any]]) -> None:
     _insert(events)
     for event, body in zip(events, bodies, strict=True):
         published = Published(
@@ -249,7 +253,7 @@ def _write(events: list[Event], bodies: list[dict[str, Any]]) -> None:
             frame=render_frame(event.id, event.name, body),
             keys=stream_keys(event.list_key, event.nest_key),
         )
-        transaction.on_commit(lambda published=published: hub.publish(published))
+        _publish_on_commit(published)
 
 
 def emit(name: str, payload: dict[str, Any], *, list_id: str = "", nest_id: str = "") -> Event:

@@ -130,7 +130,7 @@ def enqueue_many(task: Any, calls: list[tuple[Any, ...]]) -> list[Any]:
         return []
     backend = task.get_backend()
     backend.validate_task(task)
-    rows = [
+    rows: list[DBTaskResult[Any, Any]] = [
         DBTaskResult(
             id=backend._get_id(),
             args_kwargs=normalize_json({"args": list(args), "kwargs": {}}),

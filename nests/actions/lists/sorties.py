@@ -36,7 +36,7 @@ def plan_sorties(item: Item, plans: list[dict[str, object]]) -> list[Sortie]:
     queue their flights: one INSERT for the sorties and one for their tasks, however many
     there are."""
     sorties = [
-        Sortie(item=item, todo_list_id=item.todo_list_id, attempt=item.attempt, **plan)  # type: ignore[arg-type]
+        Sortie(item=item, todo_list_id=item.todo_list_id, attempt=item.attempt, **plan)
         for plan in plans
     ]
     return queue_planned(sorties)
