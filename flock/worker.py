@@ -177,12 +177,16 @@ def renew_leases() -> int:
 
 
 def drop_ended_leases() -> int:
-    """Drop the leases of tasks no longer RUNNING (ended, or queued again), in one
-    statement: a worker leaves its lease when its task ends, for this sweep to drop."""
+    """Drop the leases of ended tasks (and of tasks no longer there), in one statement: a
+    worker leaves its lease when its task ends, for this sweep to drop. A task that may
+    still run (READY or RUNNING) keeps its lease: a claim that upserts it while this
+    runs is never undone."""
     from flock.models import TaskLease
 
     ended = TaskLease.objects.exclude(
-        task_id__in=DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING).values("id")
+        task_id__in=DBTaskResult.objects.exclude(
+            status__in=[TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED]
+        ).values("id")
     )
     return int(ended._raw_delete(ended.db))
 
