@@ -139,3 +139,27 @@ def test_one_ring_wakes_one_waiting_thread():
     for t in threads:
         t.join()
     assert len(woken) == 1
+
+
+def test_a_sqlite_claim_is_one_update_in_the_queues_order_with_its_lease(transactional_db, tmp_path):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    later = leave_mark.using(run_after=timezone.now() + timedelta(hours=1)).enqueue(str(tmp_path / "later"))
+    low = [leave_mark.enqueue(str(tmp_path / f"low-{n}")) for n in range(2)]
+    high = leave_mark.using(priority=10).enqueue(str(tmp_path / "high"))
+    claimer = worker._worker("claimer-0", poller=False)
+    order = []
+    with CaptureQueriesContext(connection) as seen:
+        while (claimed := claimer._claim_in_one_statement("default")) is not None:
+            order.append(str(claimed.id))
+    assert order == [str(high.id), *(str(r.id) for r in low)]  # priority, then enqueued
+    # Each claim: the UPDATE … RETURNING and the lease upsert, in autocommit; then one
+    # UPDATE that finds nothing.
+    assert len(seen.captured_queries) == 2 * 3 + 1
+    assert not [q for q in seen.captured_queries if q["sql"].startswith(("BEGIN", "SAVEPOINT"))]
+    running = DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING)
+    assert {str(r.id) for r in running} == set(order)
+    assert all(r.worker_ids == ["claimer-0"] and r.started_at is not None for r in running)
+    assert {str(lease.task_id): lease.worker_id for lease in TaskLease.objects.all()} == dict.fromkeys(order, "claimer-0")
+    assert DBTaskResult.objects.get(id=later.id).status == TaskResultStatus.READY
