@@ -216,8 +216,11 @@ def batched() -> Iterator[None]:
     was a statement (docs/PERFORMANCE.md). Open it inside the action's `atomic` block, so
     an error that ends the block rolls back the transaction its events would have joined.
     An event emitted inside a savepoint opened within the block is written at once, after
-    those waiting (so the ids keep the emit order); `flush()` writes the waiting ones
-    before a read that must see them. Nested blocks join the outermost one."""
+    those waiting (so the ids keep the emit order), which are then written in that
+    savepoint too: code that rolls a savepoint back and carries on should not run in a
+    batch after emitting (none does: the pipeline's nested actions take no savepoint).
+    `flush()` writes the waiting ones before a read that must see them. Nested blocks
+    join the outermost one."""
     if getattr(_batches, "open", None) is not None:
         yield
         return

@@ -16,9 +16,10 @@ How the pool works (docs/STREAM.md, "Background work"):
   LOCKED)` with the lease upsert beside it; on SQLite one `UPDATE … RETURNING` and then
   the lease upsert, each in autocommit;
 - leases: a claim writes a TaskLease that the process's heartbeat renews every third of
-  CROWS_TASK_LEASE_S, and drops once its task has ended (one statement per sweep); a task still RUNNING after its lease ran out (its worker died, say
-  killed with SIGKILL) is queued again by any live worker's heartbeat, which looks every
-  second, and runs again.
+  CROWS_TASK_LEASE_S, and drops once its task has ended (one statement per sweep); a
+  task still RUNNING after its lease ran out (its worker died, say killed with SIGKILL)
+  is queued again by any live worker's heartbeat, which looks every second, and runs
+  again.
   Every task is idempotent (it locks its rows and finds its work done or takes it over),
   so a re-run never doubles an answer, a verdict or an event.
 """
