@@ -364,8 +364,7 @@ def run_mode(mode: str, work: Path, args: argparse.Namespace) -> dict[str, Any]:
         for n, server in enumerate(shape.servers):
             # A server loads Jev's models and fits its vocabulary at start, on a thread,
             # as a db_worker does (start_shape): start-up work, not the lists'. Without
-            # this wait it landed in the first figures, and more so as Jev's corpus grew
-            # (docs/PERFORMANCE.md, "Twelfth pass").
+            # this wait it landed in the first figures, and more so as Jev's corpus grew.
             assert server.proc is not None
             settle_process(server.proc.pid, f"server{n}", timeout=120)
         hose = Firehose(shape.servers[0].url)

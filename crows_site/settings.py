@@ -103,7 +103,7 @@ def _database(worker_threads: int) -> dict[str, Any]:
 
         # Sized for the worker threads as well as the requests: a fixed 20 left 12 of 32
         # worker threads queueing about 180 ms for a connection on every task, and any
-        # owner request queued behind them (docs/PERFORMANCE.md, sixth pass).
+        # owner request queued behind them (docs/PERFORMANCE.md).
         config["OPTIONS"] = {"pool": {"min_size": 2, "max_size": pool_size_for(worker_threads), "timeout": 20}}
         config["CONN_MAX_AGE"] = 0
     else:

@@ -82,9 +82,8 @@ def record_flight(
     )
 
 
-def log_jev_tag(answer: Any, *, subject: str = "", text: str = "", outcome: dict | None = None) -> JevTag:
-    """Append one Jev answer (a flock.jev.JevAnswer) to the tag log with its probabilities."""
-    return JevTag.objects.create(
+def _jev_tag(answer: Any, *, subject: str = "", text: str = "", outcome: dict | None = None) -> JevTag:
+    return JevTag(
         question=answer.question,
         choice=answer.choice,
         band=answer.band,
@@ -98,6 +97,18 @@ def log_jev_tag(answer: Any, *, subject: str = "", text: str = "", outcome: dict
         source=str(getattr(answer, "source", "local") or "local"),
         local_choice=str(getattr(answer, "local_choice", "") or answer.choice),
     )
+
+
+def log_jev_tag(answer: Any, *, subject: str = "", text: str = "", outcome: dict | None = None) -> JevTag:
+    """Append one Jev answer (a flock.jev.JevAnswer) to the tag log with its probabilities."""
+    tag = _jev_tag(answer, subject=subject, text=text, outcome=outcome)
+    tag.save(force_insert=True)
+    return tag
+
+
+def log_jev_tags(answers: list[Any], *, subject: str = "", text: str = "") -> list[JevTag]:
+    """Append several Jev answers about one text to the tag log, in one INSERT."""
+    return JevTag.objects.bulk_create([_jev_tag(answer, subject=subject, text=text) for answer in answers])
 
 
 # --- Boss's orders: hatching and retiring crows (issue 5) -------------------------------

@@ -52,7 +52,7 @@ def unapplied_migrations() -> int | None:
     with a traceback naming a table, and go on failing every request. Read from the
     migration files' names, as Django's loader finds them, without importing them: a
     worker that loaded the whole migration graph at start ran a few per cent slower in
-    bench/lists.py (docs/PERFORMANCE.md, ninth pass). A squashed migration's replaced ones
+    bench/lists.py. A squashed migration's replaced ones
     are recorded as applied with it, so they never count as missing."""
     import pkgutil
     from importlib import import_module
@@ -100,6 +100,36 @@ def lock_or_create[M: models.Model](model: type[M], **lookup: Any) -> M:
     return row
 
 
+def insert_unless_present(row: models.Model) -> bool:
+    """INSERT `row` unless a unique constraint already holds one like it: one
+    `INSERT … ON CONFLICT DO NOTHING RETURNING` statement, with no savepoint to recover
+    from the IntegrityError a plain insert would raise. True (and the row's pk set) when
+    it was inserted. SQLite and PostgreSQL both speak this; no signals are sent."""
+    from django.db.models.constants import OnConflict
+    from django.db.models.sql import InsertQuery
+
+    model = type(row)
+    meta = model._meta
+    fields = [f for f in meta.local_concrete_fields if not f.generated and f is not meta.auto_field]
+    for field in fields:
+        field.pre_save(row, True)  # auto_now_add and friends
+    query = InsertQuery(model, on_conflict=OnConflict.IGNORE)
+    query.insert_values(fields, [row])
+    returned = query.get_compiler(using=router_alias(row)).execute_sql([meta.pk])
+    if not returned:
+        return False
+    row.pk = returned[0][0]
+    row._state.adding = False
+    row._state.db = router_alias(row)
+    return True
+
+
+def router_alias(row: models.Model) -> str:
+    from django.db import router
+
+    return router.db_for_write(type(row), instance=row)
+
+
 def save_fields(*rows: tuple[models.Model, Sequence[str]]) -> None:
     """Save the named fields of each row, as `row.save(update_fields=fields)` would,
     without the model signals (the rows passed here have no receivers and no `save()` of
@@ -109,7 +139,7 @@ def save_fields(*rows: tuple[models.Model, Sequence[str]]) -> None:
     default cursor) sends several statements as one query. A take-off and a landing each
     write their item, list and sortie: one round trip instead of three, and the list's row
     lock, which the list's other flights queue for, is let go that much sooner
-    (docs/PERFORMANCE.md, eighth pass). Elsewhere, or with server-side binding (which takes
+    (docs/PERFORMANCE.md). Elsewhere, or with server-side binding (which takes
     one statement per query), one `save` per row. Like `save`, a row that is no longer
     there raises its model's `NotUpdated`, and the caller's transaction rolls back.
 

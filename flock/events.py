@@ -10,6 +10,9 @@ transaction is still in flight (docs/STREAM.md, "Ordering without a global lock"
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -51,15 +54,18 @@ def _event_sequence() -> str:
     return _SEQUENCES[alias]
 
 
-def _insert_holding_id_floor(event: Event) -> None:
-    """PostgreSQL, a transaction's first event: insert `event` and, in the same
-    statement, hold a shared transaction lock keyed by a number no larger than any id
-    this transaction will take (the sequence's next value, read just before the row takes
-    its id). Shared, so writers never wait for each other; readers see it in pg_locks.
+def _insert_holding_id_floor(events: list[Event]) -> None:
+    """PostgreSQL, a transaction's first events: insert `events` (in their order) and, in
+    the same statement, hold a shared transaction lock keyed by a number no larger than
+    any id this transaction will take (the sequence's next value, read just before the
+    first row takes its id). Shared, so writers never wait for each other; readers see it
+    in pg_locks.
 
     One statement instead of a lock and then an insert: a round trip less in every
-    transaction that emits. The floor is taken in a materialized CTE that the insert's
-    source row is read from, so it is held before the row's id default (nextval) runs.
+    transaction that emits. The floor is taken in a materialized CTE that each inserted
+    row is read from, so it is held before the first row's id default (nextval) runs;
+    several rows are one `SELECT … FROM floor` each, joined by UNION ALL, which runs its
+    branches in order, so their ids follow the list's order.
 
     Once per transaction: ids only grow, so the floor taken before the first id is below
     every later one too. A floor taken inside a savepoint that is rolled back is released
@@ -68,20 +74,38 @@ def _insert_holding_id_floor(event: Event) -> None:
     quote = connection.ops.quote_name
     fields = [f for f in Event._meta.concrete_fields if not f.primary_key]
     columns = ", ".join(quote(f.column or f.attname) for f in fields)  # a concrete field's column is set
-    values = [f.get_db_prep_save(getattr(event, f.attname), connection) for f in fields]
-    placeholders = ", ".join(["%s"] * len(fields))
+    if len(events) == 1:
+        row = ", ".join(["%s"] * len(fields))
+    else:
+        # UNION ALL resolves an untyped parameter as text: each says its column's type.
+        row = ", ".join(f"CAST(%s AS {f.db_type(connection)})" for f in fields)
+    rows = " UNION ALL ".join([f"SELECT {row} FROM floor"] * len(events))
+    values = [f.get_db_prep_save(getattr(event, f.attname), connection) for event in events for f in fields]
     with connection.cursor() as cursor:
         cursor.execute(
             f"WITH floor AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared({FLOOR_KEY_BASE} + last_value"
             f" + CASE WHEN is_called THEN 1 ELSE 0 END) FROM {_event_sequence()})"
-            f" INSERT INTO {quote(Event._meta.db_table)} ({columns}) SELECT {placeholders} FROM floor"
+            f" INSERT INTO {quote(Event._meta.db_table)} ({columns}) {rows}"
             f" RETURNING {quote('id')}",
             values,
         )
-        event.pk = cursor.fetchone()[0]
-    event._state.adding = False
-    event._state.db = connection.alias
+        ids = sorted(row[0] for row in cursor.fetchall())
+    for event, pk in zip(events, ids, strict=True):
+        event.pk = pk
+        event._state.adding = False
+        event._state.db = connection.alias
     transaction.on_commit(_floor_held)
+
+
+def _insert(events: list[Event]) -> None:
+    """Insert `events` in one statement, their ids in the list's order."""
+    if connection.vendor == "postgresql" and not queued_on_commit(_floor_held):
+        _insert_holding_id_floor(events)
+    elif len(events) == 1:
+        events[0].save(force_insert=True)
+    else:
+        # SQLite and PostgreSQL both hand back the ids of a multi-row INSERT in row order.
+        Event.objects.bulk_create(events)
 
 
 def _floor_held() -> None:
@@ -166,11 +190,81 @@ def in_action_transaction() -> bool:
     return any(not getattr(block, "_from_testcase", False) for block in connection.atomic_blocks)
 
 
+class _Batch:
+    """Events emitted in a `batched()` block, not yet written."""
+
+    def __init__(self) -> None:
+        self.alias = connection.alias
+        self.savepoints = _savepoints()
+        self.pending: list[tuple[Event, dict[str, Any]]] = []
+
+
+_batches = threading.local()
+
+
+def _savepoints() -> tuple[str, ...]:
+    return tuple(sid for sid in connection.savepoint_ids if sid)
+
+
+@contextmanager
+def batched() -> Iterator[None]:
+    """Write the events emitted in this block together, in one INSERT, when it ends.
+
+    `emit` stays the one writer and keeps its meaning: every event is in the caller's
+    transaction, in emit order (ids follow it), published once that commits. Only the
+    write waits for the block's end: a landing emits three events on average, and each
+    was a statement (docs/PERFORMANCE.md). Open it inside the action's `atomic` block, so
+    an error that ends the block rolls back the transaction its events would have joined.
+    An event emitted inside a savepoint opened within the block is written at once, after
+    those waiting (so the ids keep the emit order), which are then written in that
+    savepoint too: code that rolls a savepoint back and carries on should not run in a
+    batch after emitting (none does: the pipeline's nested actions take no savepoint).
+    `flush()` writes the waiting ones before a read that must see them. Nested blocks
+    join the outermost one."""
+    if getattr(_batches, "open", None) is not None:
+        yield
+        return
+    _batches.open = _Batch()
+    try:
+        yield
+        flush()
+    finally:
+        _batches.open = None
+
+
+def flush() -> None:
+    """Write the events a `batched()` block holds (before reading the event log in it)."""
+    batch: _Batch | None = getattr(_batches, "open", None)
+    if batch is None or not batch.pending or batch.alias != connection.alias:
+        return
+    pending, batch.pending = batch.pending, []
+    _write([event for event, _ in pending], [body for _, body in pending])
+
+
+def _publish_on_commit(published: Published) -> None:
+    from flock.stream import hub
+
+    transaction.on_commit(lambda: hub.publish(published))
+
+
+def _write(events: list[Event], bodies: list[dict[str, Any]]) -> None:
+    _insert(events)
+    for event, body in zip(events, bodies, strict=True):
+        published = Published(
+            id=event.id,
+            name=event.name,
+            frame=render_frame(event.id, event.name, body),
+            keys=stream_keys(event.list_key, event.nest_key),
+        )
+        _publish_on_commit(published)
+
+
 def emit(name: str, payload: dict[str, Any], *, list_id: str = "", nest_id: str = "") -> Event:
     """Append one event inside the caller's transaction and publish it once that commits.
 
     `list_id` puts the event on that list's stream (and into its payload, as docs/API.md
-    says every list event carries it); `nest_id` likewise for a nest's stream.
+    says every list event carries it); `nest_id` likewise for a nest's stream. In a
+    `batched()` block the row is written when the block ends (its id is set then).
     """
     if not in_action_transaction():
         raise RuntimeError("emit() must run inside an action's transaction.atomic block")
@@ -186,18 +280,11 @@ def emit(name: str, payload: dict[str, Any], *, list_id: str = "", nest_id: str 
     body["ts"] = rfc3339(now)
 
     event = Event(name=name, list_key=list_id, nest_key=nest_id, payload=body, created_at=now)
-    if connection.vendor == "postgresql" and not queued_on_commit(_floor_held):
-        _insert_holding_id_floor(event)
-    else:
-        event.save(force_insert=True)
-    published = Published(
-        id=event.id,
-        name=name,
-        frame=render_frame(event.id, name, body),
-        keys=stream_keys(list_id, nest_id),
-    )
-
-    from flock.stream import hub
-
-    transaction.on_commit(lambda: hub.publish(published))
+    batch: _Batch | None = getattr(_batches, "open", None)
+    if batch is not None and batch.alias == connection.alias:
+        if _savepoints() == batch.savepoints:
+            batch.pending.append((event, body))
+            return event
+        flush()
+    _write([event], [body])
     return event

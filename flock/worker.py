@@ -13,12 +13,13 @@ How the pool works (docs/STREAM.md, "Background work"):
   thread polls; the others sleep until rung). On PostgreSQL an enqueue also sends
   `NOTIFY crows_tasks`, which rings the doorbell of every worker process;
 - claims: on PostgreSQL one statement, `UPDATE … WHERE id = (SELECT … FOR UPDATE SKIP
-  LOCKED)` with the lease upsert beside it; on SQLite django-tasks-db's get_locked and
-  claim in an IMMEDIATE transaction;
+  LOCKED)` with the lease upsert beside it; on SQLite one `UPDATE … RETURNING` and then
+  the lease upsert, each in autocommit;
 - leases: a claim writes a TaskLease that the process's heartbeat renews every third of
-  CROWS_TASK_LEASE_S; a task still RUNNING after its lease ran out (its worker died, say
-  killed with SIGKILL) is queued again by any live worker's heartbeat, which looks every
-  second, and runs again.
+  CROWS_TASK_LEASE_S, and drops once its task has ended (one statement per sweep); a
+  task still RUNNING after its lease ran out (its worker died, say killed with SIGKILL)
+  is queued again by any live worker's heartbeat, which looks every second, and runs
+  again.
   Every task is idempotent (it locks its rows and finds its work done or takes it over),
   so a re-run never doubles an answer, a verdict or an event.
 """
@@ -117,6 +118,39 @@ def _notify_workers() -> None:
         log.warning("NOTIFY for a new task failed; workers will find it by polling", exc_info=True)
 
 
+def enqueue_many(task: Any, calls: list[tuple[Any, ...]]) -> list[Any]:
+    """Enqueue `task` (a Task, its `using(...)` options set) once per argument tuple in
+    `calls`, as `task.enqueue(*args)` each would, in one INSERT: the same rows
+    django-tasks-db's backend writes, and the same `task_enqueued` signal per task (the
+    doorbell, NOTIFY). Returns the TaskResults, in order."""
+    from django.tasks.signals import task_enqueued
+    from django_tasks_db.compat import normalize_json
+    from django_tasks_db.models import get_date_max
+
+    if not calls:
+        return []
+    backend = task.get_backend()
+    backend.validate_task(task)
+    rows: list[DBTaskResult[Any, Any]] = [
+        DBTaskResult(
+            id=backend._get_id(),
+            args_kwargs=normalize_json({"args": list(args), "kwargs": {}}),
+            priority=task.priority,
+            task_path=task.module_path,
+            queue_name=task.queue_name,
+            # What django-tasks-db's pre_save handler sets, which bulk_create does not send.
+            run_after=task.run_after or get_date_max(),
+            backend_name=backend.alias,
+        )
+        for args in calls
+    ]
+    DBTaskResult.objects.bulk_create(rows)
+    results = [row.task_result for row in rows]
+    for result in results:
+        task_enqueued.send(type(backend), task_result=result)
+    return results
+
+
 def connect_signals() -> None:
     task_enqueued.connect(_notify, dispatch_uid="crows-worker-wake")
 
@@ -141,6 +175,21 @@ def renew_leases() -> int:
     for task_id, worker_id in mine:
         renewed += TaskLease.objects.filter(task_id=task_id, worker_id=worker_id).update(expires_at=until)
     return renewed
+
+
+def drop_ended_leases() -> int:
+    """Drop the leases of ended tasks (and of tasks no longer there), in one statement: a
+    worker leaves its lease when its task ends, for this sweep to drop. A task that may
+    still run (READY or RUNNING) keeps its lease: a claim that upserts it while this
+    runs is never undone."""
+    from flock.models import TaskLease
+
+    ended = TaskLease.objects.exclude(
+        task_id__in=DBTaskResult.objects.exclude(
+            status__in=[TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED]
+        ).values("id")
+    )
+    return int(ended._raw_delete(ended.db))
 
 
 def requeue_expired(*, embedded_restart: bool = False) -> int:
@@ -224,6 +273,7 @@ def _heartbeat() -> None:
             if time.monotonic() - renewed_at >= renew_every - sweep_every / 2:
                 renew_leases()
                 renewed_at = time.monotonic()  # after it worked: a failed renewal is tried next tick
+                drop_ended_leases()
             requeue_expired()
         except Exception:
             log.exception("worker heartbeat failed; trying again")
@@ -283,24 +333,11 @@ class PoolWorker(Worker):
 
     def run_one(self) -> bool:
         from django.db.utils import OperationalError
-        from django_tasks_db.utils import exclusive_transaction, is_locked_database_exception
+        from django_tasks_db.utils import is_locked_database_exception
 
-        from flock.models import TaskLease
-
-        tasks = DBTaskResult.objects.ready().filter(backend_name=self.backend_name)
+        using = DBTaskResult.objects.db
         try:
-            if connections[tasks.db].vendor == "postgresql":
-                task_result = self._claim_in_one_statement(tasks.db)
-            else:
-                with exclusive_transaction(tasks.db):
-                    task_result = tasks.get_locked()
-                    if task_result is not None:
-                        task_result.claim(self.worker_id)
-                        # One upsert (a re-run's task may still have its dead worker's lease).
-                        TaskLease.objects.bulk_create(
-                            [TaskLease(task_id=task_result.id, worker_id=self.worker_id, expires_at=_lease_until())],
-                            update_conflicts=True, unique_fields=["task_id"], update_fields=["worker_id", "expires_at"],
-                        )
+            task_result = self._claim_in_one_statement(using)
         except OperationalError as exc:
             if is_locked_database_exception(exc):
                 return False
@@ -316,38 +353,61 @@ class PoolWorker(Worker):
         finally:
             with _running_lock:
                 _running.pop(str(task_result.id), None)
-            try:
-                # _raw_delete: one DELETE, without the transaction QuerySet.delete() opens
-                # for its collector (nothing cascades from a lease).
-                leases = TaskLease.objects.filter(task_id=task_result.id, worker_id=self.worker_id)
-                leases._raw_delete(leases.db)
-            except Exception:
-                log.warning("dropping the lease of task %s failed; it expires by itself", task_result.id)
+        # The lease stays until the heartbeat's sweep drops the leases of ended tasks in
+        # one statement (drop_ended_leases): a lease matters only while its task is
+        # RUNNING, and a DELETE per task was a sixth of the queue's statements.
         return True
 
     def _claim_in_one_statement(self, using: str) -> DBTaskResult | None:
-        """PostgreSQL: claim the next ready task and write its lease in one statement.
+        """Claim the next ready task with its lease, in django-tasks-db's order
+        (`ready()`, priority, then run_after, then enqueued_at; SKIP LOCKED on PostgreSQL).
 
-        The same claim as the SQLite path (django-tasks-db's `ready()`, its ordering,
-        `get_locked()` and `claim()`, then the lease upsert), but one round trip in
-        autocommit instead of five (BEGIN, select, update, upsert, COMMIT): under load a
-        round trip costs far more than the statement, and every task pays for a claim."""
+        PostgreSQL: the claim and the lease upsert are one statement in autocommit, one
+        round trip instead of five (BEGIN, select, update, upsert, COMMIT): under load a
+        round trip costs far more than the statement, and every task pays for a claim.
+
+        SQLite: the claim is one `UPDATE … RETURNING` (a statement is atomic on its own,
+        and SQLite runs one writer at a time, so two claimers never take one task), then
+        the lease upsert, each in autocommit. A worker that dies between the two leaves a
+        RUNNING task without a lease, which requeue_expired queues again once a lease has
+        passed since it started, as for any claim that kept no lease."""
         from django_tasks_db.models import get_date_max
 
         from flock.models import TaskLease
 
-        quote = connections[using].ops.quote_name
+        db = connections[using]
+        quote = db.ops.quote_name
         tasks, leases = quote(DBTaskResult._meta.db_table), quote(TaskLease._meta.db_table)
-        columns = ", ".join(f"claimed.{quote(f.column or f.name)}" for f in DBTaskResult._meta.concrete_fields)
         now = timezone.now()
+        pick = f"""
+            SELECT id FROM {tasks}
+            WHERE status = %s AND backend_name = %s AND (run_after = %s OR run_after <= %s)
+            ORDER BY priority DESC, run_after ASC, enqueued_at ASC
+            LIMIT 1"""
+        if db.vendor != "postgresql":
+            adapt = db.ops.adapt_datetimefield_value
+            sql = f"""
+                UPDATE {tasks} SET status = %s, started_at = %s, worker_ids = json_insert(worker_ids, '$[#]', %s)
+                WHERE id = ({pick})
+                RETURNING *"""
+            params: list[Any] = [
+                TaskResultStatus.RUNNING, adapt(now), self.worker_id,
+                TaskResultStatus.READY, self.backend_name, adapt(get_date_max()), adapt(now),
+            ]
+            claimed = list(DBTaskResult.objects.using(using).raw(sql, params))
+            if not claimed:
+                return None
+            # One upsert (a re-run's task may still have its dead worker's lease).
+            TaskLease.objects.using(using).bulk_create(
+                [TaskLease(task_id=claimed[0].id, worker_id=self.worker_id, expires_at=_lease_until())],
+                update_conflicts=True, unique_fields=["task_id"], update_fields=["worker_id", "expires_at"],
+            )
+            return claimed[0]
+        columns = ", ".join(f"claimed.{quote(f.column or f.name)}" for f in DBTaskResult._meta.concrete_fields)
         sql = f"""
             WITH claimed AS (
                 UPDATE {tasks} SET status = %s, started_at = %s, worker_ids = worker_ids || to_jsonb(%s::text)
-                WHERE id = (
-                    SELECT id FROM {tasks}
-                    WHERE status = %s AND backend_name = %s AND (run_after = %s OR run_after <= %s)
-                    ORDER BY priority DESC, run_after ASC, enqueued_at ASC
-                    LIMIT 1 FOR UPDATE SKIP LOCKED)
+                WHERE id = ({pick} FOR UPDATE SKIP LOCKED)
                 RETURNING *),
             lease AS (
                 INSERT INTO {leases} (task_id, worker_id, expires_at) SELECT id, %s, %s FROM claimed

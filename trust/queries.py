@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from django.db.models import Count, Q
+from django.db.models import Count, Max, Q
 
 from flock.events import rfc3339
 from flock.personas import TASK_TYPES
@@ -33,7 +33,17 @@ def all_trusted(holders: Iterable[str], task_type: str) -> bool:
     """True only when every holder is trusted (2) for the task type; approval is skipped
     only then (docs/LISTS.md). No holders is not trusted: there is nothing to vouch for."""
     names = list(dict.fromkeys(holders))
-    return bool(names) and all(trust_level(h, task_type) == TRUSTED for h in names)
+    if len(names) < 2:
+        return bool(names) and trust_level(names[0], task_type) == TRUSTED
+    # Several holders (an answer's crows and the Elder): every newest entry in one read.
+    newest = (
+        TrustEntry.objects.filter(holder__in=names, task_type=task_type)
+        .values("holder")
+        .annotate(newest=Max("id"))
+        .values("newest")
+    )
+    levels = dict(TrustEntry.objects.filter(id__in=newest).values_list("holder", "level"))
+    return all(levels.get(name, STRANGER) == TRUSTED for name in names)
 
 
 def trust_ledger(extra_holders: Iterable[str] = ()) -> dict[str, Any]:

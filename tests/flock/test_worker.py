@@ -100,7 +100,7 @@ def test_a_running_task_without_a_lease_is_requeued_once_a_lease_has_passed(tran
     assert DBTaskResult.objects.get(id=fresh.id).status == TaskResultStatus.RUNNING
 
 
-def test_a_claim_holds_a_lease_until_the_task_ends_and_the_heartbeat_renews_it(transactional_db, tmp_path):
+def test_a_claim_holds_a_lease_that_the_heartbeat_renews_and_drops_once_the_task_ended(transactional_db, tmp_path):
     seen: list[tuple[str, float]] = []
     result = leave_mark.enqueue(str(tmp_path / "mark"))
 
@@ -110,11 +110,14 @@ def test_a_claim_holds_a_lease_until_the_task_ends_and_the_heartbeat_renews_it(t
         assert worker.renew_leases() == 1
         lease.refresh_from_db()
         seen.append((lease.worker_id, (lease.expires_at - before).total_seconds()))
+        worker.PoolWorker.run_task(pool, task_result)
 
     pool = worker._worker("spy-0", poller=True)
     pool.run_task = spy
     assert pool.run_one()
     assert seen and seen[0][0] == "spy-0" and seen[0][1] >= 0
+    # The ended task's lease goes with the heartbeat's next sweep, with every other one.
+    assert worker.drop_ended_leases() == 1
     assert not TaskLease.objects.filter(task_id=result.id).exists()
 
 
@@ -136,3 +139,27 @@ def test_one_ring_wakes_one_waiting_thread():
     for t in threads:
         t.join()
     assert len(woken) == 1
+
+
+def test_a_sqlite_claim_is_one_update_in_the_queues_order_with_its_lease(transactional_db, tmp_path):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    later = leave_mark.using(run_after=timezone.now() + timedelta(hours=1)).enqueue(str(tmp_path / "later"))
+    low = [leave_mark.enqueue(str(tmp_path / f"low-{n}")) for n in range(2)]
+    high = leave_mark.using(priority=10).enqueue(str(tmp_path / "high"))
+    claimer = worker._worker("claimer-0", poller=False)
+    order = []
+    with CaptureQueriesContext(connection) as seen:
+        while (claimed := claimer._claim_in_one_statement("default")) is not None:
+            order.append(str(claimed.id))
+    assert order == [str(high.id), *(str(r.id) for r in low)]  # priority, then enqueued
+    # Each claim: the UPDATE … RETURNING and the lease upsert, in autocommit; then one
+    # UPDATE that finds nothing.
+    assert len(seen.captured_queries) == 2 * 3 + 1
+    assert not [q for q in seen.captured_queries if q["sql"].startswith(("BEGIN", "SAVEPOINT"))]
+    running = DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING)
+    assert {str(r.id) for r in running} == set(order)
+    assert all(r.worker_ids == ["claimer-0"] and r.started_at is not None for r in running)
+    assert {str(lease.task_id): lease.worker_id for lease in TaskLease.objects.all()} == dict.fromkeys(order, "claimer-0")
+    assert DBTaskResult.objects.get(id=later.id).status == TaskResultStatus.READY

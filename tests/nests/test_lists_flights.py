@@ -316,3 +316,21 @@ def test_a_budget_skip_waits_for_the_items_crows_in_the_air_to_land(settings):
     assert named(stream(todo.list_id), "item.skipped")[0]["reason"] == "budget"
     assert names[-1] == "list.finished"
     assert "Elder" not in [p["crow"] for p in named(stream(todo.list_id), "crow.flying")]
+
+
+def test_the_crow_read_with_the_sortie_lock_is_the_crows_row():
+    from django.db import transaction
+
+    from flock.models import Crow
+    from nests.actions.lists.flights import crow_of, lock_sortie
+
+    todo = post_list("milk", requester="ada")
+    sortie = Sortie.objects.get(todo_list=todo)
+    Crow.objects.filter(name=sortie.crow).update(in_roster=False, model="mock:tidy")
+    with transaction.atomic():
+        locked, _, _ = lock_sortie(sortie.pk)
+        read = crow_of(locked)
+    stored = Crow.objects.get(name=sortie.crow)
+    fields = [f.attname for f in Crow._meta.concrete_fields]
+    assert {f: getattr(read, f) for f in fields} == {f: getattr(stored, f) for f in fields}
+    assert read.in_roster is False and read.brain_spec == stored.brain_spec

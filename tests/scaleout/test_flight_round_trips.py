@@ -1,4 +1,4 @@
-"""A flight's round trips on PostgreSQL (docs/PERFORMANCE.md, eighth pass).
+"""A flight's round trips on PostgreSQL.
 
 - It locks its list, item and sortie in one statement (nests/actions/lists/flights.py
   `lock_sortie`), still in the lists' one lock order: list, then item, then sortie. The

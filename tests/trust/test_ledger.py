@@ -110,3 +110,21 @@ def test_get_trust_returns_levels_streaks_and_counts_per_holder_and_task_type():
     assert body["holders"]["flock"]["data"] == {
         "level": 0, "level_name": "stranger", "streak": 0, "approvals": 0, "rejections": 0,
     }
+
+
+def test_all_trusted_reads_every_holders_newest_entry_at_once(db):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from trust.actions import record_trust_outcome, seed_trust
+    from trust.queries import all_trusted
+
+    for crow in ("Hugin", "Munin", "Elder"):
+        seed_trust(crow, task_type="writing")
+    with CaptureQueriesContext(connection) as seen:
+        assert all_trusted(["Hugin", "Munin", "Elder"], "writing")
+    assert len(seen.captured_queries) == 1
+    assert not all_trusted(["Hugin", "Munin", "Pepper"], "writing")  # a stranger among them
+    record_trust_outcome("Munin", task_type="writing", approved=False)  # demoted one level
+    assert not all_trusted(["Hugin", "Munin", "Elder"], "writing")
+    assert all_trusted(["Hugin", "Elder"], "writing")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import transaction
 
+from flock.db import action_atomic, lock_or_create
 from flock.errors import BadInput
 from flock.events import emit, register_event_names
 from flock.personas import TASK_TYPES
@@ -24,8 +25,7 @@ register_event_names("trust.changed")
 
 def _locked_balance(holder: str, task_type: str) -> tuple[int, int]:
     """Lock the holder's row and read its (level, streak) from the newest ledger entry."""
-    TrustHolder.objects.get_or_create(holder=holder, task_type=task_type)
-    TrustHolder.objects.select_for_update().get(holder=holder, task_type=task_type)
+    lock_or_create(TrustHolder, holder=holder, task_type=task_type)
     return trust_balance(holder, task_type)
 
 
@@ -45,7 +45,7 @@ def record_trust_outcome(
     """
     if task_type not in TASK_TYPES:
         raise BadInput(f"task_type must be one of {', '.join(TASK_TYPES)}, got {task_type!r}")
-    with transaction.atomic():
+    with action_atomic():
         lock_event_log()
         level, streak = _locked_balance(holder, task_type)
         before = level

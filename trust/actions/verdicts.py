@@ -19,12 +19,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from flock.db import action_atomic
+from flock.db import action_atomic, insert_unless_present
 from flock.errors import BadInput, Conflict, NotFound
-from flock.events import emit, register_event_names, rfc3339
+from flock.events import batched, emit, register_event_names, rfc3339
 from flock.schemas import ID_MAX
 from trust.actions.ledger import record_trust_outcome
 from trust.actions.locking import lock_event_log
@@ -198,26 +198,25 @@ def _waiting_approval(item_id: str, target: str, attempt: int | None = None) -> 
 def _decide(
     approval: Approval, value: str, *, by: str = "", reason: str = "", edited_text: str = ""
 ) -> Verdict | None:
-    """Record `value` for a locked approval; None when it was already decided."""
-    if _decided(approval):
-        return None
-    try:
-        # The savepoint keeps the caller's transaction usable if the constraint fires.
-        with transaction.atomic():
-            verdict = Verdict.objects.create(
-                item_id=approval.item_id,
-                target=approval.target,
-                list_id=approval.list_id,
-                nest_id=approval.nest_id,
-                verdict=value,
-                approval=approval,
-                attempt=approval.attempt,
-                reason=reason,
-                edited_text=edited_text,
-                task_type=approval.task_type,
-                holders=list(approval.holders),
-            )
-    except IntegrityError:
+    """Record `value` for a locked approval; None when it was already decided.
+
+    One statement: every decider locks the approval first, so a second one finds the
+    verdict there; the insert skips it on the once-per-attempt constraint all the same
+    (no savepoint, no read before it)."""
+    verdict = Verdict(
+        item_id=approval.item_id,
+        target=approval.target,
+        list_id=approval.list_id,
+        nest_id=approval.nest_id,
+        verdict=value,
+        approval=approval,
+        attempt=approval.attempt,
+        reason=reason,
+        edited_text=edited_text,
+        task_type=approval.task_type,
+        holders=list(approval.holders),
+    )
+    if not insert_unless_present(verdict):
         return None
     _emit_verdict(verdict, by=by)
     return verdict
@@ -248,7 +247,7 @@ def record_owner_verdict(
     reason = check_reason(reason)
     edited = check_edited_text(edited_text, target=target, approve=approve)
     article = "an" if target[:1] in "aeiou" else "a"
-    with transaction.atomic():
+    with transaction.atomic(), batched():
         lock_event_log()
         approval = _waiting_approval(item_id, target)
         late = approval is not None and _past_its_deadline(approval)

@@ -7,14 +7,13 @@ A timeout counts as a rejection (fail safe), with its own reason.
 
 from __future__ import annotations
 
-from django.db import transaction
-
+from flock.db import action_atomic
 from nests.actions.lists.ending import (
     OUTPUT_REJECTED,
     OUTPUT_TIMEOUT,
     TRIAGE_REJECTED,
     TRIAGE_TIMEOUT,
-    lock_list,
+    lock_item,
     mark_answered,
     skip_item,
 )
@@ -33,13 +32,10 @@ _SKIP_REASONS: dict[tuple[str, str], str] = {
 
 
 def resume_after_verdict(verdict: Verdict) -> Item | None:
-    with transaction.atomic():
-        list_pk = Item.objects.filter(item_id=verdict.item_id).values_list("todo_list_id", flat=True).first()
-        if list_pk is None:
+    with action_atomic():
+        item = lock_item(verdict.item_id)
+        if item is None:
             return None
-        todo = lock_list(list_pk)
-        item = Item.objects.select_for_update().get(item_id=verdict.item_id)
-        item.todo_list = todo
         waiting = Item.Stage.TRIAGE_REVIEW if verdict.target == Target.TRIAGE else Item.Stage.OUTPUT_REVIEW
         if item.stage != waiting:
             return item

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from flock.actions import record_flight
 from flock.brains import BrainRequest, get_brain
-from flock.events import emit, register_event_names
+from flock.events import emit, flush, register_event_names
 from flock.models import Crow, Event
 from nests.actions.lists import briefs
 from nests.actions.lists.ending import lock_list, maybe_finish
@@ -45,6 +45,7 @@ def pick_listener(todo: TodoList, speaker: Crow) -> str:
 
 
 def recent_events(todo: TodoList) -> list[dict[str, Any]]:
+    flush()  # a landing's own events, still waiting in its batch, are recent too
     rows = (
         Event.objects.filter(list_key=todo.list_id)
         .exclude(name="crow.banter")

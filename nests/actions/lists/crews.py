@@ -9,6 +9,7 @@ comes from the whole flock and none is "borrowed".
 from __future__ import annotations
 
 from django.conf import settings
+from django.db import connection
 
 from flock.db import lock_or_create
 from flock.models import Crow
@@ -37,6 +38,26 @@ def _take(names: list[str], start: int, count: int) -> list[str]:
     return [names[(start + i) % len(names)] for i in range(count)]
 
 
+def _advance(nest_id: str, core_step: int, core_n: int, outside_step: int, outside_n: int) -> tuple[int, int]:
+    """Move the nest's rotation on by the given steps (modulo each side's size); returns
+    where it stands now. Creates the row on the nest's first pick."""
+    rotations = CrowRotation.objects.filter(nest_id=nest_id)
+    table = connection.ops.quote_name(CrowRotation._meta.db_table)
+    for _ in range(2):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {table} SET core_next = (core_next + %s) %% %s, outside_next = (outside_next + %s) %% %s"
+                " WHERE nest_id = %s RETURNING core_next, outside_next",
+                [core_step, max(1, core_n), outside_step, max(1, outside_n), nest_id],
+            )
+            row = cursor.fetchone()
+        if row is not None:
+            return int(row[0]), int(row[1])
+        if not rotations.exists():
+            lock_or_create(CrowRotation, nest_id=nest_id)  # copes with a racing creator
+    raise RuntimeError(f"the crew rotation of nest {nest_id!r} could not be moved on")
+
+
 def pick_crows(nest_id: str, *, count: int) -> list[tuple[str, bool]]:
     """Up to `count` different crows for one item, as (name, borrowed), and advance the
     nest's rotation. Call inside a transaction: the rotation row is locked."""
@@ -47,11 +68,13 @@ def pick_crows(nest_id: str, *, count: int) -> list[tuple[str, bool]]:
     core = [] if open_nest else [c for c in nest.core if c in able]
     outside = [c for c in able if c not in core]
 
-    rotation = lock_or_create(CrowRotation, nest_id=nest_id)
-    from_core = _take(core, rotation.core_next, count)
-    from_outside = _take(outside, rotation.outside_next, count - len(from_core))
-    rotation.core_next = (rotation.core_next + len(from_core)) % max(1, len(core))
-    rotation.outside_next = (rotation.outside_next + len(from_outside)) % max(1, len(outside))
-    rotation.save(update_fields=["core_next", "outside_next"])
+    # How many come from each side does not depend on where the rotation stands, so the
+    # rotation moves on in one UPDATE … RETURNING (it locks the row, and PostgreSQL
+    # re-reads a row it waited for), and the picks start where it stood before.
+    from_core_n = min(count, len(core))
+    from_outside_n = min(count - from_core_n, len(outside))
+    core_next, outside_next = _advance(nest_id, from_core_n, len(core), from_outside_n, len(outside))
+    from_core = _take(core, (core_next - from_core_n) % max(1, len(core)), from_core_n)
+    from_outside = _take(outside, (outside_next - from_outside_n) % max(1, len(outside)), from_outside_n)
     borrowed = not open_nest
     return [(name, False) for name in from_core] + [(name, borrowed) for name in from_outside]

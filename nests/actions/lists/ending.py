@@ -7,6 +7,7 @@ air, and banter still in flight has had at most CROWS_BANTER_WAIT_S to land.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -35,9 +36,24 @@ def lock_list(pk: int) -> TodoList:
     return TodoList.objects.select_for_update().get(pk=pk)
 
 
+def lock_item(item_id: str) -> Item | None:
+    """Lock an item with its list, in one statement and in the lists' one order (the
+    list's row, then the item's: PostgreSQL locks a `FOR UPDATE OF` list's tables in the
+    order it names them, as flights.lock_sortie relies on too). None when there is no
+    such item."""
+    lock_event_log()
+    item = (
+        Item.objects.select_related("todo_list")
+        .select_for_update(of=("todo_list", "self"))
+        .filter(item_id=item_id)
+        .first()
+    )
+    return item
+
+
 def skip_item(item: Item, *, reason: str) -> Item:
     """End `item` as skipped (it must be locked by the caller, with its list)."""
-    with transaction.atomic():
+    with action_atomic():
         item.stage = Item.Stage.SKIPPED
         item.skip_reason = reason
         item.ended_at = timezone.now()
@@ -48,18 +64,22 @@ def skip_item(item: Item, *, reason: str) -> Item:
     return item
 
 
-def mark_answered(item: Item) -> Item:
-    """End `item` as answered: its output was approved, or trusted (auto)."""
+def mark_answered(item: Item, *, unsaved: Sequence[str] = ()) -> Item:
+    """End `item` as answered: its output was approved, or trusted (auto). The item must
+    be locked by the caller, with its list. `unsaved` names fields the caller set and
+    leaves to this save (one UPDATE of the item instead of two)."""
     with action_atomic():
         item.stage = Item.Stage.ANSWERED
         item.ended_at = timezone.now()
-        item.save(update_fields=["stage", "ended_at"])
+        item.save(update_fields=["stage", "ended_at", *unsaved])
         after_item_ended(item)
     return item
 
 
 def after_item_ended(item: Item) -> None:
-    todo = lock_list(item.todo_list_id)
+    # The callers hold the list's row already (they lock the item with it: flights'
+    # lock_sortie, lock_item), and `item.todo_list` is that locked row: not read again.
+    todo = item.todo_list if Item.todo_list.is_cached(item) else lock_list(item.todo_list_id)
     if todo.items.exclude(stage__in=Item.ENDED).exists():
         return
     if todo.items_done_at is None:

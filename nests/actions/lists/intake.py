@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from flock.errors import BadInput, NotFound
 from flock.events import emit, register_event_names
 from flock.models import Crow
-from nests.actions.lists.sorties import plan_sortie
+from nests.actions.lists.sorties import queue_planned
 from nests.actions.rooms import TODO_NEST
 from nests.models import Item, Nest, Sortie, TodoList
 from trust.actions import admit_post, poster_key
@@ -110,10 +110,12 @@ def post_list(text: Any, *, requester: Any, nest_id: Any = None) -> TodoList:
                     text=text,
                     token_budget=settings.CROWS_LIST_TOKEN_BUDGET,
                 )
-                rows = [
-                    Item.objects.create(todo_list=todo, n=n, item_id=f"{todo.list_id}-{n}", text=item)
-                    for n, item in enumerate(items, start=1)
-                ]
+                # Set-based: one INSERT for the items, one for the Sentry's sorties and
+                # one for their tasks, however long the list.
+                rows = Item.objects.bulk_create(
+                    [Item(todo_list=todo, n=n, item_id=f"{todo.list_id}-{n}", text=item)
+                     for n, item in enumerate(items, start=1)]
+                )
                 emit(
                     "list.started",
                     {
@@ -123,8 +125,11 @@ def post_list(text: Any, *, requester: Any, nest_id: Any = None) -> TodoList:
                     },
                     list_id=todo.list_id,
                 )
-                for row in rows:
-                    plan_sortie(row, role=Sortie.Role.SENTRY, crow=sentry, task="triage")
+                queue_planned([
+                    Sortie(item=row, todo_list_id=todo.pk, attempt=row.attempt, role=Sortie.Role.SENTRY,
+                           crow=sentry, task="triage")
+                    for row in rows
+                ])
             return todo
         except IntegrityError:
             # Two lists drew the same id; draw again (1 in 78 billion per pair).

@@ -9,6 +9,8 @@ every item and do not count toward that.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.conf import settings
 
 from flock.db import action_atomic
@@ -16,7 +18,7 @@ from flock.events import emit, register_event_names
 from flock.models import Crow
 from nests.actions.lists.crews import pick_crows
 from nests.actions.lists.ending import FAILURE, mark_answered, skip_item
-from nests.actions.lists.sorties import plan_sortie
+from nests.actions.lists.sorties import plan_sortie, plan_sorties
 from nests.models import Item, Sortie
 from trust.actions import open_approval, record_auto_verdict
 from trust.models import Target
@@ -34,8 +36,9 @@ def fit_subtasks(subtasks: list[str], limit: int) -> list[str]:
     return [*subtasks[: limit - 1], "; ".join(subtasks[limit - 1 :])]
 
 
-def start_flights(item: Item) -> Item:
-    """Plan the workers' sorties for a triaged, approved item (locked by the caller)."""
+def start_flights(item: Item, *, unsaved: Sequence[str] = ()) -> Item:
+    """Plan the workers' sorties for a triaged, approved item (locked by the caller).
+    `unsaved` names fields the caller set and leaves to this save."""
     with action_atomic():
         nest_id = item.todo_list.nest_id
         if item.mode == "split":
@@ -50,11 +53,15 @@ def start_flights(item: Item) -> Item:
             picks = pick_crows(nest_id, count=1)
             plan = [(crow, borrowed, "answer", "") for crow, borrowed in picks]
         if not plan:
+            if unsaved:
+                item.save(update_fields=list(unsaved))
             return skip_item(item, reason=FAILURE)  # no crow is able to fly
-        for n, (crow, borrowed, task, part) in enumerate(plan, start=1):
-            plan_sortie(item, role=Sortie.Role.WORKER, crow=crow, borrowed=borrowed, task=task, subtask=part, n=n)
+        plan_sorties(item, [
+            {"role": Sortie.Role.WORKER, "crow": crow, "borrowed": borrowed, "task": task, "subtask": part, "n": n}
+            for n, (crow, borrowed, task, part) in enumerate(plan, start=1)
+        ])
         item.stage = Item.Stage.FLYING
-        item.save(update_fields=["stage"])
+        item.save(update_fields=["stage", *unsaved])
     return item
 
 
@@ -99,7 +106,8 @@ def answer_item(item: Item, *, answer: str, crows: list[str]) -> Item:
         item.answer = answer
         item.crows = crows
         item.stage = Item.Stage.OUTPUT_REVIEW
-        item.save(update_fields=["answer", "crows", "stage"])
+        if needs_approval:
+            item.save(update_fields=["answer", "crows", "stage"])
         list_id = item.todo_list.list_id
         emit(
             "item.answered",
@@ -116,5 +124,5 @@ def answer_item(item: Item, *, answer: str, crows: list[str]) -> Item:
                 item.item_id, target=Target.OUTPUT, list_id=list_id, attempt=item.attempt,
                 task_type=item.task_type, holders=crows,
             )
-            mark_answered(item)
+            mark_answered(item, unsaved=["answer", "crows"])  # one UPDATE of the item
     return item

@@ -31,6 +31,29 @@ def queue_sortie(sortie: Sortie) -> None:
     fly_sortie_task.using(priority=PRIORITY[sortie.role]).enqueue(sortie.pk)
 
 
+def plan_sorties(item: Item, plans: list[dict[str, object]]) -> list[Sortie]:
+    """Plan several sorties of `item` (each `plans` entry is plan_sortie's keywords) and
+    queue their flights: one INSERT for the sorties and one for their tasks, however many
+    there are."""
+    sorties = [
+        Sortie(item=item, todo_list_id=item.todo_list_id, attempt=item.attempt, **plan)
+        for plan in plans
+    ]
+    return queue_planned(sorties)
+
+
+def queue_planned(sorties: list[Sortie]) -> list[Sortie]:
+    """Insert new sorties in one statement and queue their flights in one more (per
+    priority), as plan_sortie does one at a time."""
+    from flock.worker import enqueue_many
+    from nests.tasks import fly_sortie_task
+
+    Sortie.objects.bulk_create(sorties)
+    for priority in dict.fromkeys(PRIORITY[s.role] for s in sorties):
+        enqueue_many(fly_sortie_task.using(priority=priority), [(s.pk,) for s in sorties if PRIORITY[s.role] == priority])
+    return sorties
+
+
 def plan_sortie(
     item: Item,
     *,

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from flock.actions import log_jev_tag
+from flock.actions import log_jev_tags
 from flock.brains import BrainReply
 from flock.db import action_atomic
 from flock.events import emit, register_event_names
@@ -164,8 +164,8 @@ def conclude_triage(item: Item, *, reply: BrainReply, jev: dict[str, Any]) -> It
     from django.conf import settings
 
     with action_atomic():
-        for answer in jev.values():
-            log_jev_tag(answer, subject=item.item_id, text=item.text)
+        if jev:
+            log_jev_tags(list(jev.values()), subject=item.item_id, text=item.text)
         triage = decide_triage(
             reply, jev, max_crows=settings.CROWS_MAX_CROWS_PER_ITEM, owner_mode=mode_named_in(item.owner_note),
         )
@@ -173,7 +173,9 @@ def conclude_triage(item: Item, *, reply: BrainReply, jev: dict[str, Any]) -> It
         item.subtasks, item.reason = triage.subtasks, triage.reason
         needs_approval = not all_trusted([FLOCK_HOLDER], triage.task_type)
         item.stage = Item.Stage.TRIAGE_REVIEW
-        item.save(update_fields=["mode", "task_type", "subtasks", "reason", "stage"])
+        triaged = ["mode", "task_type", "subtasks", "reason"]
+        if needs_approval:
+            item.save(update_fields=[*triaged, "stage"])
         list_id = item.todo_list.list_id
         emit(
             "item.triaged",
@@ -197,5 +199,5 @@ def conclude_triage(item: Item, *, reply: BrainReply, jev: dict[str, Any]) -> It
                 item.item_id, target=Target.TRIAGE, list_id=list_id, attempt=item.attempt,
                 task_type=triage.task_type, holders=[FLOCK_HOLDER],
             )
-            start_flights(item)
+            start_flights(item, unsaved=triaged)  # one UPDATE of the item
     return item
