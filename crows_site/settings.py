@@ -234,5 +234,12 @@ CROWS_ANTHROPIC_BASE_URL = env_url("CROWS_ANTHROPIC_BASE_URL")
 CROWS_ANTHROPIC_API_KEY = env_str("CROWS_ANTHROPIC_API_KEY", "")
 CROWS_BRAIN_TIMEOUT_S = env_float("CROWS_BRAIN_TIMEOUT_S", 30.0, minimum=0.1)
 CROWS_BRAIN_RETRIES = env_int("CROWS_BRAIN_RETRIES", 1, minimum=0, maximum=10)
+# Test connection (POST /api/brains/test) answers within this many seconds, whatever the brain does.
+CROWS_BRAIN_TEST_TIMEOUT_S = env_float("CROWS_BRAIN_TEST_TIMEOUT_S", 10.0, minimum=0.1, maximum=600)
+# Where `script:` brains other than CROWS_BRAIN's own may be read from; unset, none may
+# (docs/SECURITY.md "Scripted brains").
+CROWS_SCRIPT_DIR = env_str("CROWS_SCRIPT_DIR", "")
+if CROWS_SCRIPT_DIR and not Path(CROWS_SCRIPT_DIR).expanduser().is_dir():
+    raise ImproperlyConfigured(f"CROWS_SCRIPT_DIR must be a directory, got {CROWS_SCRIPT_DIR!r}")
 # Jev asks the real brain (never the mock) about tags it is unsure of (docs/JEV.md).
 CROWS_JEV_LLM = env_bool("CROWS_JEV_LLM", False)
