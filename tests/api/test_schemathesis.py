@@ -47,6 +47,7 @@ STATEFUL_400 = [
     r"^kind .* is posted by the harness only",
     r"^before must be|^before ",  # the page cursor must be a message of this nest
     r"the brain script",  # a script: brain's file must exist and hold rules
+    r"^script: (brains are refused here|must name a regular file)",  # only from CROWS_SCRIPT_DIR
 ]
 
 # Refusals this list once allowed, whose rules the document now states (tests/api/
