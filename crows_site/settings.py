@@ -147,7 +147,19 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = CROWS_DATA_DIR / "staticfiles"
 
 # Who may act as the owner (docs/SECURITY.md). Without a token only loopback is served.
+# A short token is guessed, rate limit or not: start-up refuses one.
+OWNER_TOKEN_MIN_CHARS = 24
 CROWS_OWNER_TOKEN = env_str("CROWS_OWNER_TOKEN", "")
+if CROWS_OWNER_TOKEN and len(CROWS_OWNER_TOKEN) < OWNER_TOKEN_MIN_CHARS:
+    raise ImproperlyConfigured(
+        f"CROWS_OWNER_TOKEN must be at least {OWNER_TOKEN_MIN_CHARS} characters, got {len(CROWS_OWNER_TOKEN)}: "
+        "make a random one with `CROWS_OWNER_TOKEN= python manage.py owner_token`"
+    )
+# A login lasts this many days unless /logout ends it first.
+CROWS_SESSION_DAYS = env_int("CROWS_SESSION_DAYS", 30, minimum=1, maximum=3650)
+# Wrong owner tokens (at /login, or as a Bearer) a client address may send in a minute
+# before it gets 429 (crows_site/logins.py).
+CROWS_AUTH_FAILURES_PER_MIN = env_int("CROWS_AUTH_FAILURES_PER_MIN", 10, minimum=1, maximum=100_000)
 CROWS_ALLOWED_ORIGINS = env_origins("CROWS_ALLOWED_ORIGINS")
 CSRF_TRUSTED_ORIGINS = list(CROWS_ALLOWED_ORIGINS)
 CSRF_COOKIE_SAMESITE = "Strict"

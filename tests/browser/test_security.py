@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, expect
 
 from tests.browser.support import LAPTOP, screenshot
 
-TOKEN = "browser-owner-token-42"
+TOKEN = "browser-owner-token-0123456789"
 
 
 def test_login_sets_the_cookie_and_the_pages_and_stream_work(live_server_factory, browser: Browser) -> None:
