@@ -27,6 +27,7 @@ from importlib import import_module
 
 from django.conf import settings
 from django.contrib.sessions.backends.base import SessionBase
+from django.http import HttpRequest
 
 COOKIE_NAME = "crows_owner"
 # The session's field that says whose it is: the token's digest at login.
@@ -70,6 +71,12 @@ def start_owner_session() -> str:
     store.set_expiry(session_max_age_s())
     store.create()
     return str(store.session_key)
+
+
+def login_context(request: HttpRequest) -> dict[str, bool]:
+    """`owner_login` for the pages: a token is set and this browser holds a login cookie
+    (the gate let the page through, so it is a live one), so the page offers Log out."""
+    return {"owner_login": bool(settings.CROWS_OWNER_TOKEN) and COOKIE_NAME in request.COOKIES}
 
 
 def end_owner_session(session_key: str) -> None:

@@ -172,3 +172,15 @@ def test_a_five_character_token_stops_start_up_naming_the_rule(sqlite_template, 
     assert result.returncode == 2, result.stderr[-1000:]
     assert "CROWS_OWNER_TOKEN must be at least 24 characters, got 5" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@owner_token
+def test_a_logged_in_page_offers_log_out_and_a_page_without_a_token_does_not():
+    browser = Client()
+    log_in(browser)
+    page = browser.get("/trust")
+    assert b'action="/logout"' in page.content and b'name="csrfmiddlewaretoken"' in page.content
+
+
+def test_without_a_token_no_page_offers_log_out(client):
+    assert b'action="/logout"' not in client.get("/trust").content
