@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 
-from flock.brains.config import default_brain_spec
+from flock.brains.config import default_brain_spec, setting
 from flock.brains.header import (
     Header,
     contract_footer,
@@ -80,8 +80,6 @@ def get_brain(model_spec: str = "") -> Brain:
     if _parse(spec)[0] == "script":
         # Whether a script may be read depends on settings (docs/SECURITY.md): a brain
         # built under one CROWS_BRAIN or CROWS_SCRIPT_DIR is not reused under another.
-        from flock.brains.config import setting
-
         key = f"{spec}\0{_is_operators(spec)}\0{setting('CROWS_SCRIPT_DIR')}"
     with _brains_lock:
         brain = _brains.get(key)

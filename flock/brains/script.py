@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from flock.brains.config import setting
 from flock.brains.mock import MockBrain
 from flock.brains.prompts import estimate_tokens
 from flock.brains.types import BrainReply, BrainRequest, BrainSpecError
@@ -108,8 +109,6 @@ def _rule(path: Path, index: int, raw: Any) -> Rule:
 def script_rule() -> str:
     """The one sentence every script spec that breaks the place-and-size rule gets, the
     same whether the path exists or not."""
-    from flock.brains.config import setting
-
     if not str(setting("CROWS_SCRIPT_DIR") or "").strip():
         return (
             "script: brains are refused here: CROWS_SCRIPT_DIR is not set (a script: brain other than "
@@ -122,8 +121,6 @@ def _inside_script_dir(path_text: str) -> str:
     """The real path `path_text` names inside CROWS_SCRIPT_DIR (relative to it, or
     absolute), symbolic links followed; ScriptError(script_rule()) when there is no such
     directory or the path leads out of it."""
-    from flock.brains.config import setting
-
     directory = str(setting("CROWS_SCRIPT_DIR") or "").strip()
     if not directory:
         raise ScriptError(script_rule())
