@@ -66,6 +66,10 @@ EVENTS_OPERATION: dict[str, Any] = {
             "403": _error("a foreign Origin, or a non-loopback request while no owner token is set"),
             "404": _error("no such list or nest"),
             "405": _error("anything but GET or HEAD"),
+            "429": {
+                "description": "too many wrong owner tokens from this address in a minute (Retry-After)",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RateLimitedOut"}}},
+            },
             "503": _error("the database cannot say whether the list or nest exists (Retry-After)"),
         },
     }

@@ -12,8 +12,10 @@ In order, a request is refused when:
 2. its Host is not in ALLOWED_HOSTS (400): DNS rebinding;
 3. for /api/: its Origin is not this server's own nor in CROWS_ALLOWED_ORIGINS, or it says
    `Sec-Fetch-Site: cross-site` without such an Origin (403): cross-site requests;
-4. a token is set and it carries neither `Authorization: Bearer <token>` nor the login
-   cookie (401 for /api/, a redirect to /login for pages);
+4. a token is set and it carries neither `Authorization: Bearer <token>` nor the cookie
+   of a live login session (401 for /api/, a redirect to /login for pages); a client
+   that sent too many wrong Bearer tokens in the last minute gets 429 with Retry-After
+   for any Bearer attempt (crows_site/logins.py);
 5. for /api/: it changes state without `Content-Type: application/json` (415), so no
    HTML form or preflight-free `fetch` from another site can reach an action. A state
    change is a method the API takes on that path (its OpenAPI document); anything else
@@ -25,8 +27,6 @@ WebSocket upgrades are refused (403): the flock speaks HTTP and Server-Sent Even
 from __future__ import annotations
 
 import functools
-import hashlib
-import hmac
 import ipaddress
 import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
@@ -34,14 +34,18 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.http.request import split_domain_port, validate_host
 
+from crows_site.logins import COOKIE_NAME, failures, owner_session_is_live, token_matches, too_many_guesses
 from crows_site.middleware import HybridMiddleware
 
-COOKIE_NAME = "crows_owner"
-COOKIE_MAX_AGE_S = 30 * 24 * 3600
+# Set in the scope of a request OwnerGate let through, so the middleware does not decide
+# (and count a wrong token) a second time.
+GATE_PASSED = "crows.gate_passed"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 # Paths a visitor needs before logging in: the login page itself and the files it uses.
 OPEN_PATHS = ("/login", "/logout", "/static/", "/favicon.ico")
@@ -58,20 +62,8 @@ class Refusal:
     message: str
     redirect: str = ""
     headers: tuple[tuple[str, str], ...] = ()
-
-
-def cookie_value(token: str) -> str:
-    """What the login cookie holds: a keyed digest of the token, never the token itself.
-    Changing CROWS_OWNER_TOKEN (or SECRET_KEY) signs every browser out."""
-    key = f"crows-owner:{settings.SECRET_KEY}".encode()
-    return hmac.new(key, token.encode(), hashlib.sha256).hexdigest()
-
-
-def token_matches(given: str | bytes) -> bool:
-    """`given` as typed (the login form's text) or as sent (a header's bytes)."""
-    token = settings.CROWS_OWNER_TOKEN
-    raw = given if isinstance(given, bytes) else given.encode()
-    return bool(token) and hmac.compare_digest(raw, token.encode())
+    # A 429's wait, in the body as the API's other 429s carry it (RateLimitedOut).
+    cooldown_s: int | None = None
 
 
 def _header_bytes(value: str) -> bytes:
@@ -123,15 +115,37 @@ def own_origins(scheme: str, host: str) -> set[str]:
     return {own, bare, *settings.CROWS_ALLOWED_ORIGINS}
 
 
-def is_authenticated(headers: dict[str, str]) -> bool:
-    token = settings.CROWS_OWNER_TOKEN
-    if not token:
-        return True
+def _bearer(headers: dict[str, str]) -> bytes | None:
+    """The token of an `Authorization: Bearer` header, as sent; None without one."""
     scheme, _, given = headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and token_matches(_header_bytes(given.strip())):
-        return True
-    cookie = _cookie(headers.get("cookie", ""), COOKIE_NAME)
-    return bool(cookie) and hmac.compare_digest(cookie.encode(), cookie_value(token).encode())
+    return _header_bytes(given.strip()) if scheme.lower() == "bearer" else None
+
+
+def session_to_check(path: str, headers: dict[str, str]) -> str:
+    """The login cookie whose session decides this request, or "" when none does: no
+    token is set, the path is open, or a Bearer header decides instead. Asked before
+    `decide`, which takes the session's answer: reading it is a database query, which
+    the ASGI door must make off its event loop."""
+    if not settings.CROWS_OWNER_TOKEN or path.startswith(OPEN_PATHS) or _bearer(headers) is not None:
+        return ""
+    return _cookie(headers.get("cookie", ""), COOKIE_NAME)
+
+
+def _token_refusal(headers: dict[str, str], *, client: str | None, session_live: bool) -> Refusal | None:
+    """None when the request carries the owner's credentials (or none are needed); a 429
+    for a client over its wrong-token limit; otherwise a bare 401 for decide to word."""
+    if not settings.CROWS_OWNER_TOKEN:
+        return None
+    bearer = _bearer(headers)
+    if bearer is None:
+        return None if session_live else Refusal(401, "")
+    wait = failures.retry_after_s(client)
+    if wait:
+        return Refusal(429, too_many_guesses(wait), headers=(("Retry-After", str(wait)),), cooldown_s=wait)
+    if token_matches(bearer):
+        return None
+    failures.failed(client)
+    return Refusal(401, "")
 
 
 @functools.cache
@@ -171,10 +185,20 @@ def api_takes(method: str, path: str) -> bool:
 
 
 def decide(
-    *, method: str, path: str, headers: dict[str, str], scheme: str, server_address: str | None, query: str = ""
+    *,
+    method: str,
+    path: str,
+    headers: dict[str, str],
+    scheme: str,
+    server_address: str | None,
+    query: str = "",
+    client: str | None = None,
+    session_live: bool = False,
 ) -> Refusal | None:
     """None when the request may go on; otherwise what to answer. `headers` has
-    lower-case names; `query` is the query string, kept on the way to the login page."""
+    lower-case names; `query` is the query string, kept on the way to the login page;
+    `client` the peer's address (wrong tokens are counted against it); `session_live`
+    whether the cookie session_to_check named is a live login."""
     is_api = path.startswith("/api/") or path == "/api"
     if not settings.CROWS_OWNER_TOKEN and (not _is_loopback(server_address) or _proxied(headers)):
         return Refusal(403, NEEDS_TOKEN)
@@ -192,7 +216,10 @@ def decide(
         if not origin and headers.get("sec-fetch-site", "").strip().lower() == "cross-site":
             return Refusal(403, "requests from another site are not allowed (Sec-Fetch-Site: cross-site)")
 
-    if not is_authenticated(headers) and not path.startswith(OPEN_PATHS):
+    token_refusal = None if path.startswith(OPEN_PATHS) else _token_refusal(headers, client=client, session_live=session_live)
+    if token_refusal is not None and token_refusal.status == 429:
+        return token_refusal
+    if token_refusal is not None:
         # /api/docs is a page a person opens: it goes to the login page like the others.
         if is_api and path != "/api/docs":
             return Refusal(
@@ -241,28 +268,52 @@ class OwnerGate:
             await self.app(scope, receive, send)
             return
         server = scope.get("server")
+        client = scope.get("client")
+        path = scope.get("path", "")
+        headers = _scope_headers(scope.get("headers", []))
+        session_key = session_to_check(path, headers)
+        try:
+            session_live = bool(session_key) and await sync_to_async(owner_session_is_live)(session_key)
+        except DatabaseError as exc:
+            await _answer(send, as_response(_database_away(exc)))
+            return
         refusal = decide(
             method=scope.get("method", "GET").upper(),
-            path=scope.get("path", ""),
-            headers=_scope_headers(scope.get("headers", [])),
+            path=path,
+            headers=headers,
             scheme=scope.get("scheme", "http"),
             server_address=str(server[0]) if server else None,
             query=scope.get("query_string", b"").decode("latin-1"),
+            client=str(client[0]) if client else None,
+            session_live=session_live,
         )
         if refusal is None:
+            scope[GATE_PASSED] = True
             # `send` goes on unwrapped: the stream consumer reads the server's transport
             # through it to respect back-pressure (flock/stream/consumer.py).
             await self.app(scope, receive, send)
             return
-        response = as_response(refusal)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": response.status_code,
-                "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.items()],
-            }
-        )
-        await send({"type": "http.response.body", "body": response.content})
+        await _answer(send, as_response(refusal))
+
+
+async def _answer(send: Send, response: HttpResponse) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": response.status_code,
+            "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.items()],
+        }
+    )
+    await send({"type": "http.response.body", "body": response.content})
+
+
+def _database_away(exc: DatabaseError) -> Refusal:
+    """A login session that cannot be read: the database's own 503, as the API words it."""
+    from flock.db import DATABASE_AWAY, RETRY_AFTER_S, database_away
+
+    if not database_away(exc):
+        raise exc
+    return Refusal(503, DATABASE_AWAY, headers=(("Retry-After", str(RETRY_AFTER_S)),))
 
 
 async def refuse_websocket(scope: Scope, receive: Receive, send: Send) -> None:
@@ -278,7 +329,10 @@ def as_response(refusal: Refusal) -> HttpResponse:
     if refusal.redirect:
         response = HttpResponseRedirect(refusal.redirect)
     else:
-        response = JsonResponse({"message": refusal.message}, status=refusal.status)
+        body: dict[str, Any] = {"message": refusal.message}
+        if refusal.cooldown_s is not None:
+            body["cooldown_s"] = refusal.cooldown_s
+        response = JsonResponse(body, status=refusal.status)
     for name, value in refusal.headers:
         response[name] = value
     return response
@@ -291,8 +345,20 @@ def as_response(refusal: Refusal) -> HttpResponse:
 
 class OwnerGateMiddleware(HybridMiddleware):
     def before(self, request: HttpRequest) -> HttpResponse | None:
+        if _gate_passed(request):
+            return None
         refusal = _refusal_for(request)
         return as_response(refusal) if refusal is not None else None
+
+    async def __acall__(self, request: HttpRequest) -> HttpResponse:
+        # The decision may read the login session from the database: off the event loop.
+        early = None if _gate_passed(request) else await sync_to_async(self.before)(request)
+        return early if early is not None else await self.get_response(request)
+
+
+def _gate_passed(request: HttpRequest) -> bool:
+    scope = getattr(request, "scope", None)
+    return bool(scope and scope.get(GATE_PASSED))
 
 
 def _refusal_for(request: HttpRequest) -> Refusal | None:
@@ -304,6 +370,7 @@ def _refusal_for(request: HttpRequest) -> Refusal | None:
         # server the way Django's own get_host() falls back to.
         name, port = request.META.get("SERVER_NAME", ""), str(request.META.get("SERVER_PORT", ""))
         headers["host"] = name if port in ("", "80", "443") else f"{name}:{port}"
+    session_key = session_to_check(request.path, headers)
     return decide(
         method=(request.method or "GET").upper(),
         path=request.path,
@@ -311,4 +378,6 @@ def _refusal_for(request: HttpRequest) -> Refusal | None:
         scheme=request.scheme or "http",
         server_address=str(server[0]) if server else None,
         query=request.META.get("QUERY_STRING", ""),
+        client=request.META.get("REMOTE_ADDR"),
+        session_live=bool(session_key) and owner_session_is_live(session_key),
     )

@@ -9,6 +9,7 @@ from urllib.parse import urlparse
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 from crows_site.env import env_bool, env_float, env_int, env_origins, env_str, env_url
 
@@ -42,6 +43,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so its header is on every response Django makes, a refusal's included.
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "crows_site.middleware.ApiErrorsAsJson",
     "crows_site.middleware.NotMigratedYet",
     "crows_site.security.OwnerGateMiddleware",
@@ -67,6 +70,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "crows_site.logins.login_context",
             ],
         },
     },
@@ -147,13 +151,40 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = CROWS_DATA_DIR / "staticfiles"
 
 # Who may act as the owner (docs/SECURITY.md). Without a token only loopback is served.
+# A short token is guessed, rate limit or not: start-up refuses one.
+OWNER_TOKEN_MIN_CHARS = 24
 CROWS_OWNER_TOKEN = env_str("CROWS_OWNER_TOKEN", "")
+if CROWS_OWNER_TOKEN and len(CROWS_OWNER_TOKEN) < OWNER_TOKEN_MIN_CHARS:
+    raise ImproperlyConfigured(
+        f"CROWS_OWNER_TOKEN must be at least {OWNER_TOKEN_MIN_CHARS} characters, got {len(CROWS_OWNER_TOKEN)}: "
+        "make a random one with `CROWS_OWNER_TOKEN= python manage.py owner_token`"
+    )
+# A login lasts this many days unless /logout ends it first.
+CROWS_SESSION_DAYS = env_int("CROWS_SESSION_DAYS", 30, minimum=1, maximum=3650)
+# Wrong owner tokens (at /login, or as a Bearer) a client address may send in a minute
+# before it gets 429 (crows_site/logins.py).
+CROWS_AUTH_FAILURES_PER_MIN = env_int("CROWS_AUTH_FAILURES_PER_MIN", 10, minimum=1, maximum=100_000)
 CROWS_ALLOWED_ORIGINS = env_origins("CROWS_ALLOWED_ORIGINS")
 CSRF_TRUSTED_ORIGINS = list(CROWS_ALLOWED_ORIGINS)
 CSRF_COOKIE_SAMESITE = "Strict"
 CSRF_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+# Every page's scripts, styles, fonts and requests come from this server alone: no inline
+# script or style, no eval, no other origin (docs/SECURITY.md "Content-Security-Policy").
+# `data:` images are the one addition: Swagger UI's stylesheet draws its icons with them.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "font-src": [CSP.SELF],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
 
 # Bodies larger than this get a 413 from the API before any parsing.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("CROWS_MAX_BODY_BYTES", 256 * 1024, minimum=1024)
@@ -234,5 +265,12 @@ CROWS_ANTHROPIC_BASE_URL = env_url("CROWS_ANTHROPIC_BASE_URL")
 CROWS_ANTHROPIC_API_KEY = env_str("CROWS_ANTHROPIC_API_KEY", "")
 CROWS_BRAIN_TIMEOUT_S = env_float("CROWS_BRAIN_TIMEOUT_S", 30.0, minimum=0.1)
 CROWS_BRAIN_RETRIES = env_int("CROWS_BRAIN_RETRIES", 1, minimum=0, maximum=10)
+# Test connection (POST /api/brains/test) answers within this many seconds, whatever the brain does.
+CROWS_BRAIN_TEST_TIMEOUT_S = env_float("CROWS_BRAIN_TEST_TIMEOUT_S", 10.0, minimum=0.1, maximum=600)
+# Where `script:` brains other than CROWS_BRAIN's own may be read from; unset, none may
+# (docs/SECURITY.md "Scripted brains").
+CROWS_SCRIPT_DIR = env_str("CROWS_SCRIPT_DIR", "")
+if CROWS_SCRIPT_DIR and not Path(CROWS_SCRIPT_DIR).expanduser().is_dir():
+    raise ImproperlyConfigured(f"CROWS_SCRIPT_DIR must be a directory, got {CROWS_SCRIPT_DIR!r}")
 # Jev asks the real brain (never the mock) about tags it is unsure of (docs/JEV.md).
 CROWS_JEV_LLM = env_bool("CROWS_JEV_LLM", False)

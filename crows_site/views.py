@@ -1,5 +1,5 @@
-"""The owner's login page: the one place a browser trades CROWS_OWNER_TOKEN for a cookie
-(docs/SECURITY.md)."""
+"""The owner's login page: the one place a browser trades CROWS_OWNER_TOKEN for a login
+session (docs/SECURITY.md; crows_site/logins.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,15 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
-from crows_site.security import COOKIE_MAX_AGE_S, COOKIE_NAME, cookie_value, token_matches
+from crows_site.logins import (
+    COOKIE_NAME,
+    end_owner_session,
+    failures,
+    session_max_age_s,
+    start_owner_session,
+    token_matches,
+    too_many_guesses,
+)
 
 
 def _next(request: HttpRequest, value: str) -> str:
@@ -39,14 +47,25 @@ def login(request: HttpRequest) -> HttpResponse:
     next_url = _next(request, request.POST.get("next", "/"))
     if not required:
         return HttpResponseRedirect(next_url)
+    client = request.META.get("REMOTE_ADDR")
+    # Over the limit, even the right token waits: otherwise the limit would only slow
+    # the wrong guesses (crows_site/logins.py).
+    if wait := failures.retry_after_s(client):
+        context = {"token_required": required, "next": next_url, "error": too_many_guesses(wait)}
+        response = render(request, "crows_site/login.html", context, status=429)
+        response["Retry-After"] = str(wait)
+        return response
     if not token_matches(request.POST.get("token", "")):
+        failures.failed(client)
         context = {"token_required": required, "next": next_url, "error": "That is not this flock's owner token."}
         return render(request, "crows_site/login.html", context, status=401)
+    failures.succeeded(client)
+    # A fresh session, with a fresh key, for every login; the cookie holds only its key.
     response = HttpResponseRedirect(next_url)
     response.set_cookie(
         COOKIE_NAME,
-        cookie_value(settings.CROWS_OWNER_TOKEN),
-        max_age=COOKIE_MAX_AGE_S,
+        start_owner_session(),
+        max_age=session_max_age_s(),
         httponly=True,
         samesite="Strict",
         secure=_over_https(request),
@@ -57,6 +76,8 @@ def login(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["POST"])
 def logout(request: HttpRequest) -> HttpResponse:
+    # The session ends on the server: a copy of the cookie stops working with it.
+    end_owner_session(request.COOKIES.get(COOKIE_NAME, ""))
     response = HttpResponseRedirect("/login")
     response.delete_cookie(COOKIE_NAME, path="/", samesite="Strict")
     return response

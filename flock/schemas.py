@@ -136,7 +136,8 @@ class ErrorOut(Schema):
 
 
 class RateLimitedOut(ErrorOut):
-    """429: the requester is pranked; try again after `cooldown_s` seconds."""
+    """429: the requester is pranked, or the client sent too many wrong owner tokens; try
+    again after `cooldown_s` seconds (also in Retry-After)."""
 
     cooldown_s: int
 
@@ -176,10 +177,10 @@ class FlightlogOut(Schema):
 def errors(*statuses: int, write: bool = False) -> dict[int, type[Schema]]:
     """The error answers of an endpoint, for its `response=`: the ones it names, plus the
     ones every /api/ request can get from the owner gate (docs/SECURITY.md): 400 (Host),
-    401 (owner token), 403 (foreign Origin, non-loopback without a token), and for a write
-    413 (body too large) and 415 (not JSON); and 503 when the database is not answering
-    (docs/API.md)."""
-    codes = {400, 401, 403, 503, *statuses}
+    401 (owner token), 403 (foreign Origin, non-loopback without a token), 429 (too many
+    wrong owner tokens from the client's address), and for a write 413 (body too large)
+    and 415 (not JSON); and 503 when the database is not answering (docs/API.md)."""
+    codes = {400, 401, 403, 429, 503, *statuses}
     if write:
         codes |= {413, 415}
     return {code: (RateLimitedOut if code == 429 else ErrorOut) for code in sorted(codes)}

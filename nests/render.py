@@ -18,7 +18,11 @@ ALLOWED_TAGS = {
     "p", "br", "hr", "strong", "em", "del", "code", "pre", "blockquote", "ul", "ol", "li",
     "a", "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td",
 }
-ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "code": {"class"}, "ol": {"start"}, "th": {"style"}, "td": {"style"}}
+ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "code": {"class"}, "ol": {"start"}}
+# A table column's alignment, as a class the stylesheet knows (ui/crows.css): the pages'
+# Content-Security-Policy allows no inline style (docs/SECURITY.md).
+ALIGN_CLASSES = {"left": "align-left", "center": "align-center", "right": "align-right"}
+ALLOWED_CLASSES = {"th": set(ALIGN_CLASSES.values()), "td": set(ALIGN_CLASSES.values())}
 # A long answer renders once per read; caching by text keeps the review queue cheap.
 CACHE_SIZE = 512
 
@@ -33,13 +37,23 @@ def render_markdown(text: str) -> str:
     """Safe HTML for a crow's Markdown answer (an empty string for an empty answer)."""
     if not text or not text.strip():
         return ""
-    html = _parser().render(text)
+    parser = _parser()
+    env: dict = {}
+    tokens = parser.parse(text, env)
+    for token in tokens:
+        # markdown-it aligns a column with style="text-align:…"; a class says the same.
+        if token.type in ("th_open", "td_open") and (style := token.attrGet("style")):
+            token.attrs.pop("style", None)
+            align = ALIGN_CLASSES.get(str(style).removeprefix("text-align:").strip())
+            if align:
+                token.attrSet("class", align)
+    html = parser.renderer.render(tokens, parser.options, env)
     return nh3.clean(
         html,
         tags=ALLOWED_TAGS,
         attributes=ALLOWED_ATTRIBUTES,
+        allowed_classes=ALLOWED_CLASSES,
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer",
         set_tag_attribute_values={"a": {"target": "_blank"}},
-        filter_style_properties={"text-align"},
     )

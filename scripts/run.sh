@@ -10,7 +10,7 @@ case "$HOST" in
   *)
     if [ -z "${CROWS_OWNER_TOKEN:-}" ]; then
       echo "run.sh: HOST=$HOST serves the flock beyond loopback, so anyone who reaches it would act as the owner." >&2
-      echo "run.sh: set CROWS_OWNER_TOKEN (a long random secret) and ALLOWED_HOSTS first; see docs/SECURITY.md." >&2
+      echo "run.sh: set CROWS_OWNER_TOKEN (a random secret of at least 24 characters: python manage.py owner_token makes one) and ALLOWED_HOSTS first; see docs/SECURITY.md." >&2
       exit 2
     fi
     ;;

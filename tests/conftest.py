@@ -120,3 +120,16 @@ def no_flights_left_in_the_air() -> Iterator[None]:
     from nests.actions.lists.flights import IN_AIR
 
     IN_AIR.clear()
+
+
+@pytest.fixture(autouse=True)
+def no_wrong_tokens_remembered() -> Iterator[None]:
+    """Wrong owner tokens are counted per client address in the process
+    (crows_site/logins.py); every test client is 127.0.0.1, so one test's guesses must not
+    be the next test's 429."""
+    yield
+    import sys
+
+    logins = sys.modules.get("crows_site.logins")
+    if logins is not None:
+        logins.failures.clear()

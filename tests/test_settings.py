@@ -26,6 +26,12 @@ from tests.support.server import ROOT, base_env
         ("CROWS_BRAIN", "script:/no/such/rules.json"),
         ("CROWS_OPENAI_BASE_URL", "127.0.0.1:11434/v1"),
         ("CROWS_ANTHROPIC_BASE_URL", "ftp://gateway.example"),
+        ("CROWS_BRAIN", "script:/dev/zero"),
+        ("CROWS_OWNER_TOKEN", "abcde"),
+        ("CROWS_SCRIPT_DIR", "/no/such/scripts"),
+        ("CROWS_SESSION_DAYS", "0"),
+        ("CROWS_AUTH_FAILURES_PER_MIN", "0"),
+        ("CROWS_BRAIN_TEST_TIMEOUT_S", "forever"),
     ],
 )
 def test_a_bad_value_stops_start_up_naming_the_variable(tmp_path, name, value):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 
-from flock.brains.config import default_brain_spec
+from flock.brains.config import default_brain_spec, setting
 from flock.brains.header import (
     Header,
     contract_footer,
@@ -76,12 +76,23 @@ def get_brain(model_spec: str = "") -> Brain:
     stateless and cached per spec; settings are read on each call, not here.
     """
     spec = (model_spec or "").strip() or default_brain_spec()
+    key = spec
+    if _parse(spec)[0] == "script":
+        # Whether a script may be read depends on settings (docs/SECURITY.md): a brain
+        # built under one CROWS_BRAIN or CROWS_SCRIPT_DIR is not reused under another.
+        key = f"{spec}\0{_is_operators(spec)}\0{setting('CROWS_SCRIPT_DIR')}"
     with _brains_lock:
-        brain = _brains.get(spec)
+        brain = _brains.get(key)
         if brain is None:
             brain = _build(spec)
-            _brains[spec] = brain
+            _brains[key] = brain
         return brain
+
+
+def _is_operators(spec: str) -> bool:
+    """Whether `spec` is the operator's own CROWS_BRAIN, which may name a script anywhere;
+    every other script spec names a file inside CROWS_SCRIPT_DIR."""
+    return spec.strip() == default_brain_spec()
 
 
 def _parse(spec: str) -> tuple[str, str]:
@@ -109,7 +120,7 @@ def _build(spec: str) -> Brain:
         return MockBrain(model=model or "mock")
     if provider == "script":
         try:
-            return ScriptBrain(model, load_rules(model))
+            return ScriptBrain(model, load_rules(model, operator=_is_operators(spec)))
         except ScriptError as exc:
             return ErrorBrain("script", model, str(exc))
     problem = _spec_problem(spec)
@@ -125,16 +136,17 @@ def _build(spec: str) -> Brain:
 
 def check_brain_spec(spec: str) -> None:
     """Raise BrainSpecError when `spec` names no brain that can think: an unknown
-    provider, a provider without its model, or a `script:` file that cannot be used. Run
-    at start-up for CROWS_BRAIN, so a typo stops the server with a message naming it
-    instead of failing every crow's call (docs/BRAINS.md)."""
+    provider, a provider without its model, or a `script:` file that cannot be used (one
+    outside CROWS_SCRIPT_DIR, unless `spec` is the operator's own CROWS_BRAIN). Run at
+    start-up for CROWS_BRAIN, so a typo stops the server with a message naming it instead
+    of failing every crow's call (docs/BRAINS.md)."""
     spec = (spec or "").strip() or "mock"
     problem = _spec_problem(spec)
     if problem:
         raise BrainSpecError(problem)
     provider, model = _parse(spec)
     if provider == "script":
-        load_rules(model)  # its ScriptError is a BrainSpecError
+        load_rules(model, operator=_is_operators(spec))  # its ScriptError is a BrainSpecError
 
 
 def missing_key(spec: str) -> str:

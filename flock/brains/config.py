@@ -24,6 +24,8 @@ DEFAULTS: dict[str, Any] = {
     "CROWS_ANTHROPIC_API_KEY": "",
     "CROWS_BRAIN_TIMEOUT_S": 30.0,
     "CROWS_BRAIN_RETRIES": 1,
+    "CROWS_BRAIN_TEST_TIMEOUT_S": 10.0,
+    "CROWS_SCRIPT_DIR": "",
 }
 
 
@@ -92,3 +94,7 @@ def provider_config(provider: str) -> ProviderConfig:
 
 def default_brain_spec() -> str:
     return str(setting("CROWS_BRAIN") or "mock").strip() or "mock"
+
+
+def brain_test_timeout_s() -> float:
+    return _float("CROWS_BRAIN_TEST_TIMEOUT_S", minimum=0.1)

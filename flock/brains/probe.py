@@ -4,18 +4,24 @@ The owner checks a crow's brain, or the default one, from /settings before trust
 list to it. The call asks for a one-word reply with a small token cap; the answer is the
 latency, or the provider's own error sentence (the brains already word every failure as
 one sentence naming the provider, the model, the host and what went wrong).
+
+The whole test (building the brain, reading a script's file, the call) is bounded by
+CROWS_BRAIN_TEST_TIMEOUT_S: it runs on a thread the request stops waiting for at the
+deadline, and a provider is given no more than that time for its one attempt, so a brain
+that never answers holds neither the request nor, for long, the thread.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from typing import Any
 
 from flock.brains import get_brain
-from flock.brains.config import default_brain_spec
+from flock.brains.config import brain_test_timeout_s, default_brain_spec
 from flock.brains.providers import OUT_OF_TOKENS
-from flock.brains.types import BrainRequest, Persona
+from flock.brains.types import BrainReply, BrainRequest, Persona
 
 PROBE_MAX_TOKENS = 16
 _PROBE_PERSONA = Persona(
@@ -30,6 +36,7 @@ def is_mock(spec: str) -> bool:
 def test_connection(spec: str) -> dict[str, Any]:
     """One tiny call through the brain `spec` names (blank: the default brain)."""
     spec = (spec or "").strip() or default_brain_spec()
+    timeout_s = brain_test_timeout_s()
     request = BrainRequest(
         persona=_PROBE_PERSONA,
         task="chat",
@@ -38,9 +45,10 @@ def test_connection(spec: str) -> dict[str, Any]:
         context={},
         # One call, as the page promises: a retry would double a slow provider's wait.
         single_attempt=True,
+        timeout_s=timeout_s,
     )
     started = time.monotonic()
-    reply = get_brain(spec).think(request)
+    reply = _within(timeout_s, spec, request)
     elapsed_ms = reply.latency_ms or (time.monotonic() - started) * 1000
     note = ""
     if not reply.ok and OUT_OF_TOKENS in (reply.error or ""):
@@ -62,3 +70,25 @@ def test_connection(spec: str) -> dict[str, Any]:
         "mock": is_mock(spec),
         "note": note,
     }
+
+
+def _within(timeout_s: float, spec: str, request: BrainRequest) -> BrainReply:
+    """The brain's reply, or a failed one when none came within `timeout_s`."""
+    box: dict[str, BrainReply] = {}
+
+    def think() -> None:
+        try:
+            box["reply"] = get_brain(spec).think(request)
+        except Exception as exc:  # noqa: BLE001 - a brain never raises; if one does, the test says so
+            box["reply"] = BrainReply.failed(f"the brain failed: {type(exc).__name__}: {exc}")
+
+    worker = threading.Thread(target=think, name="brain-test", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if "reply" in box:
+        return box["reply"]
+    provider, _, model = spec.partition(":")
+    return BrainReply.failed(
+        f"no answer within {timeout_s:g} s (CROWS_BRAIN_TEST_TIMEOUT_S)",
+        provider=provider.strip().lower(), model=model.strip(), latency_ms=timeout_s * 1000,
+    )

@@ -99,6 +99,8 @@ class _ProviderBrain:
             cfg = provider_config(self.provider)
             if request.single_attempt:
                 cfg = dataclasses.replace(cfg, retries=0)
+            if request.timeout_s is not None:
+                cfg = dataclasses.replace(cfg, timeout_s=max(0.01, min(cfg.timeout_s, request.timeout_s)))
             where = self._where(cfg)
             if not cfg.api_key:
                 return self._fail(

@@ -17,19 +17,30 @@ No rule matches: the mock brain answers. A file that cannot be read, is not a li
 such rules, or has a bad regex is refused with `ScriptError` (a `BrainSpecError`) naming
 the file and the rule; `check_brain_spec` runs at start-up for CROWS_BRAIN so a bad file
 stops the server.
+
+Where a script may come from (docs/SECURITY.md "Scripted brains"): the operator's own
+CROWS_BRAIN may name a file anywhere, as the operator chose it; any other spec (a crow's
+model, a brain test) names a file inside CROWS_SCRIPT_DIR, and with it unset is refused.
+Either way the file must be a regular file of at most SCRIPT_MAX_BYTES, opened without
+blocking and read no further than that: `script:/dev/zero` or a FIFO must never hold a
+request or eat memory. A spec from the API that breaks the rule gets the same sentence
+whatever is at the path, so the answer tells nothing about the server's files.
 docs/BRAINS.md has examples.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from flock.brains.config import setting
 from flock.brains.mock import MockBrain
 from flock.brains.prompts import estimate_tokens
 from flock.brains.types import BrainReply, BrainRequest, BrainSpecError
@@ -38,6 +49,7 @@ PROVIDER = "script"
 TASKS: tuple[str, ...] = ("chat", "triage", "answer", "subtask", "merge", "synthesise", "banter")
 RULE_KEYS = frozenset({"crow", "task", "match", "reply", "once"})
 _PLACEHOLDER = re.compile(r"\{(msg_id|refers_to|author)\}")
+SCRIPT_MAX_BYTES = 1024 * 1024
 
 
 class ScriptError(BrainSpecError):
@@ -94,16 +106,88 @@ def _rule(path: Path, index: int, raw: Any) -> Rule:
     return Rule(crow=crow.strip(), task=task, match=compiled, reply=reply, once=once, index=index)
 
 
-def load_rules(path_text: str) -> list[Rule]:
-    """Read and check a script file; ScriptError names the file and what is wrong."""
+def script_rule() -> str:
+    """The one sentence every script spec that breaks the place-and-size rule gets, the
+    same whether the path exists or not."""
+    if not str(setting("CROWS_SCRIPT_DIR") or "").strip():
+        return (
+            "script: brains are refused here: CROWS_SCRIPT_DIR is not set (a script: brain other than "
+            "CROWS_BRAIN's own must be a regular file of at most 1 MiB inside it)"
+        )
+    return "script: must name a regular file of at most 1 MiB inside CROWS_SCRIPT_DIR, such as script:rook.json"
+
+
+def _inside_script_dir(path_text: str) -> str:
+    """The real path `path_text` names inside CROWS_SCRIPT_DIR (relative to it, or
+    absolute), symbolic links followed; ScriptError(script_rule()) when there is no such
+    directory or the path leads out of it."""
+    directory = str(setting("CROWS_SCRIPT_DIR") or "").strip()
+    if not directory:
+        raise ScriptError(script_rule())
+    root = os.path.realpath(os.path.expanduser(directory))
+    real = os.path.realpath(os.path.join(root, path_text))  # an absolute path_text replaces root
+    if os.path.commonpath([root, real]) != root or real == root:
+        raise ScriptError(script_rule())
+    return real
+
+
+def _read_bounded(path: str) -> bytes:
+    """The bytes of a regular file of at most SCRIPT_MAX_BYTES. Opened non-blocking, so a
+    FIFO does not wait for a writer, and checked on the open descriptor (what is read is
+    what was checked); never more than SCRIPT_MAX_BYTES + 1 bytes are read, so a file that
+    grows meanwhile is refused too. OSError and ValueError say what is wrong."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("is not a regular file")
+        if info.st_size > SCRIPT_MAX_BYTES:
+            raise ValueError(f"is larger than {SCRIPT_MAX_BYTES // (1024 * 1024)} MiB")
+        chunks: list[bytes] = []
+        left = SCRIPT_MAX_BYTES + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 65536))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        if left <= 0:
+            raise ValueError(f"is larger than {SCRIPT_MAX_BYTES // (1024 * 1024)} MiB")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def load_rules(path_text: str, *, operator: bool = True) -> list[Rule]:
+    """Read and check a script file; ScriptError names the file and what is wrong.
+
+    `operator`: the spec is the operator's own CROWS_BRAIN, whose file may be anywhere
+    (a relative path from the working directory) and whose problems are told in detail.
+    Otherwise the file must be inside CROWS_SCRIPT_DIR (a relative path from there), and
+    every way of breaking that rule (outside, missing, unreadable, not a regular file,
+    too large) gets the one sentence of script_rule()."""
     if not path_text.strip():
         raise ScriptError("script: needs a path to a JSON file, e.g. script:demo/rook.json")
-    path = Path(path_text.strip()).expanduser()
+    if operator:
+        path = Path(path_text.strip()).expanduser()
+        try:
+            data = _read_bounded(str(path))
+        except FileNotFoundError:
+            raise ScriptError(f"{path}: the brain script file does not exist") from None
+        except OSError as exc:
+            raise ScriptError(f"{path}: the brain script file cannot be read: {exc.strerror}") from None
+        except ValueError as exc:
+            raise ScriptError(f"{path}: the brain script file {exc}") from None
+    else:
+        real = _inside_script_dir(path_text.strip())
+        path = Path(path_text.strip())
+        try:
+            data = _read_bounded(real)
+        except (OSError, ValueError):
+            raise ScriptError(script_rule()) from None
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ScriptError(f"{path}: the brain script file does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
+        raw = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
         raise ScriptError(f"{path}: the brain script file cannot be read: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ScriptError(f"{path}: the brain script is not valid JSON: {exc}") from None

@@ -43,7 +43,8 @@ class BrainRequest:
     reads); ``system`` is extra system text such as budgets, added after the persona.
     ``single_attempt`` asks a provider brain for one attempt whatever CROWS_BRAIN_RETRIES
     allows: a caller that waits for one attempt only (Jev's second opinion) must not have
-    a retry billed after it has stopped listening.
+    a retry billed after it has stopped listening. ``timeout_s``, when set, caps a
+    provider's time for the call below CROWS_BRAIN_TIMEOUT_S (Test connection's bound).
     """
 
     persona: Persona
@@ -53,6 +54,7 @@ class BrainRequest:
     context: dict[str, Any]
     system: str = ""
     single_attempt: bool = False
+    timeout_s: float | None = None
 
 
 @dataclass(frozen=True)

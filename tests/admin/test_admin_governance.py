@@ -111,7 +111,7 @@ def test_expire_approvals_also_closes_overdue_decisions_and_prune_keeps_open_one
     kept |= set(Event.objects.filter(name="crow.quarantined", payload__crow="Pepper").values_list("id", flat=True))
     assert kept
     Event.objects.update(created_at=timezone.now() - timedelta(days=10))
-    call_command("prune", "--older-than", "1", stdout=io.StringIO())
+    call_command("prune", "--older-than", "1", "--yes", stdout=io.StringIO())
     # ... and only they: events without a decision_id go too (a JSON key's NULL once
     # kept every one of them while any decision was open).
     assert set(Event.objects.values_list("id", flat=True)) == kept

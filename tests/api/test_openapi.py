@@ -10,7 +10,7 @@ import pytest
 
 pytestmark = pytest.mark.django_db
 
-GATE = {"400", "401", "403"}
+GATE = {"400", "401", "403", "429"}
 WRITE = {"413", "415"}
 
 

@@ -34,7 +34,7 @@ def open_plain(open_page):
 
 def test_settings_change_a_crows_model_and_test_the_connection(live_server_factory, fake_openai, open_plain, console) -> None:
     console.allow(r"status of 400 .*api/crows/Pepper")  # the bad model below, refused on purpose
-    console.allow(r"status of 400 .*api/brains/test")  # the missing script file below, tested on purpose
+    console.allow(r"status of 400 .*api/brains/test")  # the script outside CROWS_SCRIPT_DIR below, tested on purpose
     flock = live_server_factory(env={
         "CROWS_BRAIN": "mock", "CROWS_HEARTBEAT_S": "2",
         "CROWS_OPENAI_BASE_URL": fake_openai.base_url, "CROWS_OPENAI_API_KEY": fake_openai.api_key,
@@ -73,7 +73,7 @@ def test_settings_change_a_crows_model_and_test_the_connection(live_server_facto
     expect(row.locator(".form-error")).to_be_hidden()
     row.get_by_role("button", name="Test connection for Pepper").click()
     expect(result).to_contain_text("Failed (not saved yet)")
-    expect(result).to_contain_text("does not exist")
+    expect(result).to_contain_text("CROWS_SCRIPT_DIR")
     page.click("#test-default")
     expect(page.locator("#test-default-result")).to_contain_text("offline mock brain")
 

@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, expect
 
 from tests.browser.support import LAPTOP, screenshot
 
-TOKEN = "browser-owner-token-42"
+TOKEN = "browser-owner-token-0123456789"
 
 
 def test_login_sets_the_cookie_and_the_pages_and_stream_work(live_server_factory, browser: Browser) -> None:
@@ -50,6 +50,15 @@ def test_login_sets_the_cookie_and_the_pages_and_stream_work(live_server_factory
         )
         assert posted.status_code == 201, posted.text
         expect(page.locator(".msg-text", has_text="the stream is open with the cookie")).to_be_visible()
+
+        # Log out ends the session on the server: the page goes back to the login form,
+        # and the cookie it held opens nothing any more.
+        page.click("#logout-btn")
+        page.wait_for_url(server.url + "/login")
+        ended = httpx.get(server.url + "/api/state", headers={"Cookie": f"crows_owner={cookie['value']}"}, timeout=30)
+        assert ended.status_code == 401
+        page.goto(server.url + "/nests/todo")
+        assert "/login" in page.url
     finally:
         context.close()
 

@@ -133,7 +133,7 @@ def test_prune_never_removes_an_open_lists_events_and_deletes_what_is_past_reten
     out = run("prune", "--older-than", "30", "--dry-run")
     assert "dry run" in out and Event.objects.count() == before
 
-    out = run("prune", "--older-than", "30")
+    out = run("prune", "--older-than", "30", "--yes")  # everything finished is 40 days old: asked
     assert "deleted" in out
     assert set(Event.objects.values_list("id", flat=True)) == open_events
     assert TodoList.objects.filter(pk=open_list.pk).exists() and not TodoList.objects.filter(pk=done.pk).exists()
@@ -156,6 +156,45 @@ def test_prune_keeps_what_is_younger_than_retention():
     assert Event.objects.count() == before
 
 
+class Terminal(io.StringIO):
+    """Standard input as a person at a terminal types it."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_prune_that_takes_everything_finished_asks_first_and_says_what_it_will_delete(monkeypatch):
+    trust_everyone()
+    run_list("write a limerick about rooks")
+    before = Event.objects.count()
+    # Without a terminal: refused in one line, nothing deleted.
+    message = refused("prune", "--older-than", "0")
+    assert "deletes all finished history" in message and "--yes" in message
+    assert Event.objects.count() == before and TodoList.objects.count() == 1
+    # At a terminal: the plan first, then the question; anything but yes keeps everything.
+    monkeypatch.setattr("sys.stdin", Terminal("no\n"))
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="not confirmed"):
+        call_command("prune", "--older-than", "0", stdout=out, stderr=io.StringIO())
+    assert out.getvalue().index("Will delete") < out.getvalue().index("Type yes to delete")
+    assert "lists" in out.getvalue() and Event.objects.count() == before
+    monkeypatch.setattr("sys.stdin", Terminal("yes\n"))
+    assert "rows deleted" in run("prune", "--older-than", "0")
+    assert TodoList.objects.count() == 0
+
+
+def test_a_prune_that_leaves_finished_history_does_not_ask():
+    trust_everyone()
+    run_list("write a limerick about rooks")
+    old = run_list("write a haiku about rooks")
+    TodoList.objects.filter(pk=old.pk).update(finished_at=timezone.now() - timedelta(days=40))
+    Event.objects.filter(list_key=old.list_id).update(created_at=timezone.now() - timedelta(days=40))
+    out = run("prune", "--older-than", "30")
+    assert "Will delete" in out and "rows deleted" in out
+    assert list(TodoList.objects.values_list("list_id", flat=True)) != [old.list_id]
+    assert not TodoList.objects.filter(pk=old.pk).exists() and TodoList.objects.count() == 1
+
+
 def test_prune_refuses_bad_ages():
     assert "expected 0 or more" in refused("prune", "--older-than", "-1")
     assert "whole number" in refused("prune", "--older-than", "soon")
@@ -167,7 +206,7 @@ def test_a_cursor_older_than_what_is_kept_gets_a_stream_reset_frame():
     run_list("write a limerick about rooks")
     first = Event.objects.order_by("id").first().id
     _age(10)
-    run("prune", "--older-than", "5")
+    run("prune", "--older-than", "5", "--yes")
     frame = stale_cursor_frame("", "", first)
     assert frame is not None and frame.startswith(b"event: stream.reset\ndata: ")
     payload = json.loads(frame.decode().split("data: ", 1)[1])
@@ -183,7 +222,7 @@ def test_a_pruned_lists_stream_still_opens_and_says_stream_reset():
     trust_everyone()
     todo = run_list("write a limerick about rooks")
     _age(10)
-    run("prune", "--older-than", "5")
+    run("prune", "--older-than", "5", "--yes")
     assert not Event.objects.filter(list_key=todo.list_id).exists()
     assert _list_has_events(todo.list_id) and not _list_has_events("Lnever")
     frame = stale_cursor_frame("list_key", todo.list_id, 0)
@@ -465,3 +504,100 @@ def test_no_command_writes_over_the_live_database(tmp_path: Path, command: list[
     assert result.returncode != 0 and "live database's own file" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr and result.stderr.strip().count("\n") == 0
     assert db.read_bytes() == before
+
+
+# --- files, not paths: links to the database, devices, failures half-way ------------------
+
+WRITERS = [
+    ["backup", "{target}", "--force"], ["export_flightlog", "-o", "{target}"],
+    ["replay_list", "L1", "-o", "{target}"], ["replay_nest", "todo", "-o", "{target}"],
+]
+
+
+@pytest.mark.parametrize("link", ["hard", "symbolic"])
+@pytest.mark.parametrize("command", WRITERS, ids=lambda c: c[0])
+def test_a_link_to_the_database_is_the_database_to_every_command_that_writes(
+    sqlite_template, tmp_path: Path, command: list[str], link: str
+):
+    import os
+    import subprocess
+
+    from tests.support.server import PYTHON, ROOT, base_env
+
+    data = sqlite_template.fresh_dir(f"{tmp_path.name}-links")
+    env = base_env(CROWS_DATA_DIR=str(data))
+    db = data / "crows.sqlite3"
+    target = tmp_path / "innocent-looking.csv"
+    (os.link if link == "hard" else os.symlink)(db, target)
+    before = db.read_bytes()
+    result = subprocess.run(
+        [PYTHON, "manage.py", *[part.format(target=target) for part in command]],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 1 and "live database's own file" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert db.read_bytes() == before
+    still = sqlite3.connect(db)
+    assert still.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    assert still.execute("SELECT count(*) FROM flock_crow").fetchone()[0] > 0
+    still.close()
+
+
+@pytest.mark.parametrize("command", WRITERS, ids=lambda c: c[0])
+def test_a_device_as_the_output_is_one_line(sqlite_template, tmp_path: Path, command: list[str]):
+    import subprocess
+
+    from tests.support.server import PYTHON, ROOT, base_env
+
+    env = base_env(CROWS_DATA_DIR=str(sqlite_template.fresh_dir(f"{tmp_path.name}-full")))
+    args = [part.format(target="/dev/full") for part in command]
+    result = subprocess.run([PYTHON, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "not a regular file" in result.stderr
+
+
+def test_an_export_that_fails_half_way_leaves_the_old_file_whole(tmp_path: Path, monkeypatch):
+    import errno
+
+    from flock.management.commands import export_flightlog
+
+    for n in range(3):
+        record_flight(crow="Pepper", provider="mock", model="mock", task="answer", ok=True, tokens_in=n)
+    target = tmp_path / "flights.csv"
+    target.write_text("yesterday's export\n")
+    real_row = export_flightlog.row
+    calls = []
+
+    def full_disk_after_one(flight):
+        calls.append(flight)
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_row(flight)
+
+    monkeypatch.setattr(export_flightlog, "row", full_disk_after_one)
+    message = refused("export_flightlog", "-o", str(target))
+    assert "No space left on device" in message and str(target) in message
+    assert target.read_text() == "yesterday's export\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["flights.csv"]  # no partial file left
+    monkeypatch.setattr(export_flightlog, "row", real_row)
+    assert "3 flights written" in run("export_flightlog", "-o", str(target))
+    assert len(target.read_text().splitlines()) == 4
+
+
+def test_outputs_keep_their_permissions_and_links_and_missing_folders_are_one_line(tmp_path: Path):
+    import os
+
+    from nests.actions import post_message
+
+    post_message("todo", author="owner", text="Good morning, flock")
+    kept = tmp_path / "kept.txt"
+    kept.write_text("old")
+    kept.chmod(0o600)
+    pointer = tmp_path / "latest.txt"
+    pointer.symlink_to(kept)
+    assert "lines written" in run("replay_nest", "todo", "-o", str(pointer))
+    assert pointer.is_symlink() and "Good morning, flock" in kept.read_text()
+    assert oct(os.stat(kept).st_mode & 0o777) == oct(0o600)
+    message = refused("replay_nest", "todo", "-o", str(tmp_path / "no" / "such" / "t.txt"))
+    assert "No such file or directory" in message

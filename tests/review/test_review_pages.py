@@ -121,3 +121,11 @@ def test_the_mock_banner_names_the_crows_still_on_the_mock_and_goes_when_none_ar
     for name in crows[:2]:
         update_crow(name, by="owner", model="anthropic:claude-test")
     assert 'id="mock-banner"' not in Client().get("/review").content.decode()
+
+
+def test_a_tables_column_alignment_is_a_class_not_an_inline_style():
+    # The pages' Content-Security-Policy refuses inline styles (docs/SECURITY.md).
+    html = render_markdown("| a | b | c |\n|:--|:-:|--:|\n| 1 | 2 | 3 |\n\n<td style=\"color:red\">x</td>")
+    assert '<th class="align-left">a</th>' in html and '<td class="align-center">2</td>' in html
+    assert '<td class="align-right">3</td>' in html
+    assert "style=" not in html.replace('&lt;td style="color:red"&gt;', "")

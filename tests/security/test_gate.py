@@ -113,7 +113,7 @@ def test_with_a_token_the_api_needs_it(client):
     assert posted.status_code == 201
 
 
-@override_settings(CROWS_OWNER_TOKEN="s3cret-token")
+@override_settings(CROWS_OWNER_TOKEN="s3cret-token-for-the-gate-tests")
 def test_with_a_token_pages_redirect_to_login_and_the_login_cookie_opens_everything():
     browser = Client(enforce_csrf_checks=True)
     page = browser.get("/trust")
@@ -123,32 +123,32 @@ def test_with_a_token_pages_redirect_to_login_and_the_login_cookie_opens_everyth
     csrf = form.context["csrf_token"]
 
     # Without the CSRF token the form post is refused by Django's CSRF protection.
-    assert browser.post("/login", {"token": "s3cret-token", "next": "/trust"}).status_code == 403
+    assert browser.post("/login", {"token": "s3cret-token-for-the-gate-tests", "next": "/trust"}).status_code == 403
     wrong = browser.post("/login", {"token": "nope", "next": "/trust", "csrfmiddlewaretoken": csrf})
     assert wrong.status_code == 401 and COOKIE_NAME not in wrong.cookies
 
-    ok = browser.post("/login", {"token": "s3cret-token", "next": "/trust", "csrfmiddlewaretoken": str(csrf)})
+    ok = browser.post("/login", {"token": "s3cret-token-for-the-gate-tests", "next": "/trust", "csrfmiddlewaretoken": str(csrf)})
     assert ok.status_code == 302 and ok["Location"] == "/trust"
     cookie = ok.cookies[COOKIE_NAME]
     assert cookie["httponly"] and cookie["samesite"] == "Strict"
-    assert "s3cret-token" not in cookie.value
+    assert "s3cret-token-for-the-gate-tests" not in cookie.value
     assert browser.get("/trust").status_code == 200
     assert browser.get("/api/state").status_code == 200
     assert browser.get("/api/docs").status_code == 200
 
 
-@override_settings(CROWS_OWNER_TOKEN="s3cret-token")
+@override_settings(CROWS_OWNER_TOKEN="s3cret-token-for-the-gate-tests")
 def test_with_a_token_the_api_docs_page_redirects_to_login(client):
     page = client.get("/api/docs")
     assert page.status_code == 302 and page["Location"] == "/login?next=/api/docs"
     assert client.get("/api/openapi.json").status_code == 401
 
 
-@override_settings(CROWS_OWNER_TOKEN="s3cret-token")
+@override_settings(CROWS_OWNER_TOKEN="s3cret-token-for-the-gate-tests")
 def test_login_never_redirects_off_site(client):
     form = client.get("/login?next=https://evil.example/")
     assert form.context["next"] == "/"
-    ok = client.post("/login", {"token": "s3cret-token", "next": "//evil.example/x"})
+    ok = client.post("/login", {"token": "s3cret-token-for-the-gate-tests", "next": "//evil.example/x"})
     assert ok["Location"] == "/"
 
 
@@ -163,8 +163,8 @@ def test_a_request_through_a_reverse_proxy_needs_a_token(client, header):
     response = client.get("/api/state", **{header: "203.0.113.7"})
     assert response.status_code == 403
     assert "CROWS_OWNER_TOKEN" in message(response)
-    with override_settings(CROWS_OWNER_TOKEN="proxy-token"):
-        ok = client.get("/api/state", HTTP_AUTHORIZATION="Bearer proxy-token", **{header: "203.0.113.7"})
+    with override_settings(CROWS_OWNER_TOKEN="proxy-token-0123456789abcdef"):
+        ok = client.get("/api/state", HTTP_AUTHORIZATION="Bearer proxy-token-0123456789abcdef", **{header: "203.0.113.7"})
         assert ok.status_code == 200
 
 
@@ -188,16 +188,16 @@ def test_a_method_the_path_does_not_take_is_405_and_an_unknown_path_404_whatever
     assert client.generic("POST", "/api/items/x-1/retry").status_code == 415
 
 
-@override_settings(CROWS_OWNER_TOKEN="tökén-123")
+@override_settings(CROWS_OWNER_TOKEN="tökén-123-and-more-characters")
 def test_a_token_beyond_ascii_works_as_a_bearer_header_sent_in_utf8(client):
     # A header reaches the gate decoded as Latin-1: its bytes are what the client sent.
-    sent = "Bearer tökén-123".encode().decode("latin-1")
+    sent = "Bearer tökén-123-and-more-characters".encode().decode("latin-1")
     assert client.get("/api/state", HTTP_AUTHORIZATION=sent).status_code == 200
-    latin1 = "Bearer tökén-123"
+    latin1 = "Bearer tökén-123-and-more-characters"
     assert client.get("/api/state", HTTP_AUTHORIZATION=latin1).status_code == 401
 
 
-@override_settings(CROWS_OWNER_TOKEN="s3cret-token")
+@override_settings(CROWS_OWNER_TOKEN="s3cret-token-for-the-gate-tests")
 def test_the_login_page_keeps_the_query_of_the_page_asked_for(client):
     page = client.get("/nests/todo?focus=1&x=2")
     assert page.status_code == 302
@@ -205,14 +205,14 @@ def test_the_login_page_keeps_the_query_of_the_page_asked_for(client):
     assert form.context["next"] == "/nests/todo?focus=1&x=2"
 
 
-@override_settings(CROWS_OWNER_TOKEN="s3cret-token")
+@override_settings(CROWS_OWNER_TOKEN="s3cret-token-for-the-gate-tests")
 @pytest.mark.parametrize(
     ("header", "value", "secure"),
     [("HTTP_X_FORWARDED_PROTO", "https", True), ("HTTP_FORWARDED", "for=203.0.113.7;proto=https", True),
      ("HTTP_X_FORWARDED_PROTO", "http", False)],
 )
 def test_the_login_cookie_is_secure_behind_a_tls_proxy(client, header, value, secure):
-    ok = client.post("/login", {"token": "s3cret-token", "next": "/"}, **{header: value})
+    ok = client.post("/login", {"token": "s3cret-token-for-the-gate-tests", "next": "/"}, **{header: value})
     assert ok.status_code == 302
     assert bool(ok.cookies[COOKIE_NAME]["secure"]) is secure
 

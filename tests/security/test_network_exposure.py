@@ -61,7 +61,7 @@ def test_without_a_token_a_non_loopback_request_is_refused_and_loopback_still_se
 def test_with_a_token_a_non_loopback_request_with_it_is_served(sqlite_template, tmp_path):
     results = run_probe(
         sqlite_template.fresh_dir(tmp_path.name),
-        CROWS_OWNER_TOKEN="namespace-token-123",
+        CROWS_OWNER_TOKEN="namespace-token-0123456789abc",
         ALLOWED_HOSTS="127.0.0.1,198.18.0.1",
     )
     assert results["second"]["state_status"] == 200

@@ -16,7 +16,7 @@ from typing import Any
 from django.core.management.base import CommandError
 from django.db import connections
 
-from flock.management.cli import CrowsCommand, refuse_database_files
+from flock.management.cli import CrowsCommand, refuse_database_files, replaced_atomically
 
 PAGES_PER_STEP = 256
 
@@ -61,28 +61,26 @@ class Command(CrowsCommand):
         if not target.parent.is_dir():
             missing = not target.parent.exists()
             raise CommandError(f"{target.parent} {'does not exist' if missing else 'is not a directory'}")
-        partial = target.with_name(target.name + ".partial")
         connection.ensure_connection()
         source: sqlite3.Connection = connection.connection
-        try:
-            destination = sqlite3.connect(partial)
-        except sqlite3.Error as exc:
-            raise CommandError(f"cannot write {partial}: {exc}") from None
-        try:
-            with self.progress("backing up") as bar:
+        # Only a complete, checked copy takes the final name: the copy is made beside it.
+        with replaced_atomically(target, writing="backing up onto") as partial:
+            try:
+                destination = sqlite3.connect(partial)
+            except sqlite3.Error as exc:
+                raise CommandError(f"cannot write {partial}: {exc}") from None
+            try:
+                with self.progress("backing up") as bar:
 
-                def progress(status: int, remaining: int, total: int) -> None:
-                    bar.update(completed=total - remaining, total=total)
+                    def progress(status: int, remaining: int, total: int) -> None:
+                        bar.update(completed=total - remaining, total=total)
 
-                source.backup(destination, pages=PAGES_PER_STEP, progress=progress)
-            events = self._check(destination)
-        except sqlite3.Error as exc:
-            destination.close()
-            partial.unlink(missing_ok=True)
-            raise CommandError(f"backup failed: {exc}") from None
-        destination.close()
-        # Only a complete, checked copy takes the final name.
-        partial.replace(target)
+                    source.backup(destination, pages=PAGES_PER_STEP, progress=progress)
+                events = self._check(destination)
+            except sqlite3.Error as exc:
+                raise CommandError(f"backup failed: {exc}") from None
+            finally:
+                destination.close()
         size = target.stat().st_size
         self.stdout.write(f"backed up {events} events ({size / 1024 / 1024:.1f} MiB) to {target}")
 

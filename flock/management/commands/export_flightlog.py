@@ -1,4 +1,6 @@
-"""`manage.py export_flightlog --format csv|jsonl [--since WHEN] [--output FILE]`."""
+"""`manage.py export_flightlog --format csv|jsonl [--since WHEN] [--output FILE]`.
+
+A FILE is written whole or not at all (flock/management/cli.py `output_text`)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from flock.events import rfc3339
-from flock.management.cli import CrowsCommand, refuse_database_files
+from flock.management.cli import CrowsCommand, output_text
 from flock.models import Flight
 
 FIELDS = (
@@ -60,28 +62,23 @@ class Command(CrowsCommand):
         if options["since"]:
             flights = flights.filter(created_at__gte=parse_since(options["since"]))
         total = flights.count()
-        out: IO[str]
-        if options["output"]:
-            refuse_database_files(Path(options["output"]), writing="exporting onto")
-            try:
-                out = open(options["output"], "w", newline="", encoding="utf-8")
-            except OSError as exc:
-                raise CommandError(f"cannot write {options['output']}: {exc.strerror}") from None
-        else:
+        if not options["output"]:
             out = cast(IO[str], self.stdout._out) if hasattr(self.stdout, "_out") else sys.stdout
-        try:
-            writer = csv.DictWriter(out, fieldnames=FIELDS) if options["format"] == "csv" else None
-            if writer:
-                writer.writeheader()
-            with self.progress("exporting flights", total=total) as bar:
-                for flight in flights.iterator(chunk_size=2000):
-                    if writer:
-                        writer.writerow(row(flight))
-                    else:
-                        out.write(json.dumps(row(flight), ensure_ascii=False) + "\n")
-                    bar.advance()
-        finally:
-            if options["output"]:
-                out.close()
-        if options["output"]:
-            self.stdout.write(f"{total} flights written to {options['output']}")
+            self._export(flights, total, options["format"], out)
+            return
+        # Written beside the target and renamed into place: a failure leaves the old file whole.
+        with output_text(Path(options["output"]), writing="exporting onto") as out:
+            self._export(flights, total, options["format"], out)
+        self.stdout.write(f"{total} flights written to {options['output']}")
+
+    def _export(self, flights: Any, total: int, form: str, out: IO[str]) -> None:
+        writer = csv.DictWriter(out, fieldnames=FIELDS) if form == "csv" else None
+        if writer:
+            writer.writeheader()
+        with self.progress("exporting flights", total=total) as bar:
+            for flight in flights.iterator(chunk_size=2000):
+                if writer:
+                    writer.writerow(row(flight))
+                else:
+                    out.write(json.dumps(row(flight), ensure_ascii=False) + "\n")
+                bar.advance()

@@ -1,12 +1,13 @@
-"""`manage.py replay_list LIST_ID [--format text|md]`: a list's history as a transcript."""
+"""`manage.py replay_list LIST_ID [--format text|md] [-o FILE]`: a list's history as a transcript."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import CommandError
 
-from flock.management.cli import CrowsCommand
+from flock.management.cli import CrowsCommand, output_text, refuse_output_target
 from nests.transcripts import list_transcript
 
 
@@ -16,9 +17,17 @@ class Command(CrowsCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("list_id", metavar="LIST_ID")
         parser.add_argument("--format", choices=("text", "md"), default="text", help="text (default) or md (Markdown)")
+        parser.add_argument("--output", "-o", metavar="FILE", help="write to FILE (whole, or not at all) instead of standard output")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["output"]:
+            refuse_output_target(Path(options["output"]), writing="writing a transcript onto")
         lines = list_transcript(options["list_id"].strip(), markdown=options["format"] == "md")
         if lines is None:
             raise CommandError(f"no list {options['list_id']!r} (unknown, or pruned)")
-        self.stdout.write("\n".join(lines))
+        if not options["output"]:
+            self.stdout.write("\n".join(lines))
+            return
+        with output_text(Path(options["output"]), writing="writing a transcript onto") as out:
+            out.write("\n".join(lines) + "\n")
+        self.stdout.write(f"{len(lines)} lines written to {options['output']}")
