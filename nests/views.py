@@ -175,7 +175,9 @@ def crow(request: HttpRequest, name: str) -> HttpResponse:
 def trust(request: HttpRequest) -> HttpResponse:
     holders = [trust_queries.FLOCK_HOLDER, *(c.name for c in flock_queries.living_crows())]
     history = {holder: trust_queries.trust_history(holder, limit=TRUST_HISTORY) for holder in holders}
-    return _page(request, "nests/trust.html", "trust", ui={"trust_history": history})
+    # GET /api/crows leaves retired crows out; the table still shows their rows, marked.
+    retired = list(Crow.objects.filter(status=Crow.Status.RETIRED).values_list("name", flat=True))
+    return _page(request, "nests/trust.html", "trust", ui={"trust_history": history, "retired": retired})
 
 
 @never_cache

@@ -257,6 +257,13 @@ async function main() {
     liveAfter: state.last_event_id ?? 0,
     names: state.capabilities || [],
     onReconnect: () => { refreshDeadlinesSoon(); refreshChatDeliveriesSoon(); },
+    // Until the recent lists are read the page says so; "No lists yet" only when it knows.
+    onReady: () => {
+      const empty = $("#lists-empty");
+      if (!empty) return;
+      empty.dataset.state = "empty";
+      empty.textContent = "No lists yet. Write one on the left: the Sentry triages each line, the crows fly it, and you approve until they earn your trust.";
+    },
   }).onAny(onEvent).start();
 }
 

@@ -4,7 +4,7 @@
 
 import { $, $$, h, uiConfig, fmtTokens } from "../dom.js";
 import { get, post, isMissingEndpoint } from "../api.js";
-import { Stream } from "../stream.js";
+import { Stream, CROW_EVENTS } from "../stream.js";
 import { crowAvatar } from "../crow_art.js";
 import { messageEl, attachAnswer, markMock, MentionBox, taggedTitle, showRendered } from "../chat.js";
 import { showFormError, clearFormError, toast, messageOf } from "../notify.js";
@@ -23,6 +23,7 @@ let members = [];
 let crows = [];
 let roster = [];
 let replyTo = null;
+let currentNests = [];
 let room = null;
 const board = new DecisionBoard($("#decisions"), { nestId });
 const approvals = new DeliveryApprovals(nestId);
@@ -162,7 +163,20 @@ function drawHeader(nests) {
   members = membersOf();
   $("#chat-members").replaceChildren(
     h("span", { class: "muted" }, nestId.startsWith("dm-") ? "Just you and " : "Members: "),
-    ...members.map((m) => h("a", { class: "member", href: `/crows/${encodeURIComponent(m)}` }, crowAvatar(m, 18), m)));
+    ...members.map((m) => h("a", { class: "member", href: `/crows/${encodeURIComponent(m)}` }, crowAvatar(m, 18), m,
+      isCaged(m) ? h("span", { class: "tiny-badge warn", dataset: { mark: "caged" } }, "caged") : null)));
+}
+
+function isCaged(name) {
+  const crow = crows.find((c) => c.name === name);
+  return Boolean(crow && crow.status === "quarantined");
+}
+
+// The composer suggests only crows that can answer: never a caged or retired one (GET
+// /api/crows lists no retired crow, so one missing from it is not suggested either).
+function suggestable() {
+  if (!crows.length) return members;
+  return members.filter((name) => crows.some((c) => c.name === name && c.status === "active"));
 }
 
 // The crows one can talk to: the Sentry and the Elder never chat (docs/CHATROOM.md), so
@@ -288,7 +302,7 @@ function setupComposer() {
     counter.textContent = used > max ? `${used} of ${max} characters: ${used - max} too many` : `${used} of ${max} characters`;
     counter.classList.toggle("over", used > max);
   });
-  const mentions = new MentionBox(ta, $("#mention-list"), () => members);
+  const mentions = new MentionBox(ta, $("#mention-list"), suggestable);
   ta.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey && !mentions.open && !e.isComposing) {
       e.preventDefault();
@@ -335,6 +349,21 @@ function setupNestForm() {
   });
 }
 
+function crowChanged(event) {
+  const d = event.data;
+  const c = crows.find((x) => x.name === d.crow);
+  if (c && event.name === "crow.quarantined") c.status = "quarantined";
+  if (c && event.name === "crow.reinstated") c.status = "active";
+  if (event.name === "crow.retired") crows = crows.filter((x) => x.name !== d.crow);
+  drawRooms(currentNests);
+  drawHeader(currentNests);
+  expectations.reload.soon();
+  refreshFlockSoon((fresh) => { currentNests = fresh; drawRooms(currentNests); drawHeader(currentNests); });
+  if (event.name === "crow.quarantined") toast(`${d.crow} is quarantined by the Sentry.`, "error");
+  else if (event.name === "crow.reinstated") toast(`${d.crow} is reinstated.`, "good");
+  else if (event.name === "crow.retired") toast(`${d.crow} retired from the flock.`, "info");
+}
+
 function jumpTo(msgId) {
   const el = document.getElementById(`msg-${msgId}`);
   if (!el) return;
@@ -347,7 +376,8 @@ function jumpTo(msgId) {
 async function main() {
   setupComposer();
   setupNestForm();
-  list.append(h("li", { class: "empty" }, "No messages yet. Say hello, or ask a crow for something with @."));
+  // Until the room's history is read the page says so; "No messages yet" only when it knows.
+  list.append(h("li", { class: "empty", dataset: { state: "loading" } }, "Reading the conversation…"));
   list.addEventListener("click", (e) => {
     const ref = e.target.closest("[data-ref]");
     if (!ref) return;
@@ -355,12 +385,11 @@ async function main() {
     jumpTo(ref.dataset.ref);
   });
   let state = { capabilities: [], last_event_id: 0 };
-  let nests = [];
   try {
     const [s, c, n] = await Promise.all([get("/api/state"), get("/api/crows"), get("/api/nests")]);
     state = s;
     crows = c;
-    nests = n.nests || [];
+    currentNests = n.nests || [];
     roster = n.roster || [];
   } catch (err) {
     toast(`Could not read the flock: ${messageOf(err)}`, "error");
@@ -370,11 +399,17 @@ async function main() {
   debates.load();
   board.load(state.open_decisions);
   approvals.load(state.pending_approvals);
-  drawRooms(nests);
-  drawHeader(nests);
+  drawRooms(currentNests);
+  drawHeader(currentNests);
   new Stream({
     params: { nest_id: nestId }, liveAfter: state.last_event_id ?? 0, names: state.capabilities || [],
     onReconnect: () => { refreshRoomSoon(); refreshPendingSoon(); },
+    onReady: () => {
+      const empty = list.querySelector(".empty");
+      if (!empty) return;
+      empty.dataset.state = "empty";
+      empty.textContent = "No messages yet. Say hello, or ask a crow for something with @.";
+    },
   })
     .on("nest.message", (event) => {
       addMessage(event.data, { live: event.live });
@@ -384,7 +419,7 @@ async function main() {
       if (event.live) { expectations.reload.soon(); debates.reload.soon(); }
       if (event.live && event.data.kind === "deliver") refreshPendingSoon();
       if (event.live && crows.some((c) => c.name === event.data.author && c.role === "chief_of_staff")) {
-        refreshFlockSoon((fresh) => { nests = fresh; drawRooms(nests); drawHeader(nests); });
+        refreshFlockSoon((fresh) => { currentNests = fresh; drawRooms(currentNests); drawHeader(currentNests); });
       }
     })
     .on("verdict", (event) => approvals.verdict(event.data))
@@ -393,16 +428,11 @@ async function main() {
       board.apply(event);
       expectations.apply(event);
       debates.apply(event);
-      if (["crow.quarantined", "crow.reinstated"].includes(event.name)) {
-        // The direct-chat list marks caged crows; keep it in step without a reload.
-        const c = crows.find((x) => x.name === event.data.crow);
-        if (c) c.status = event.name === "crow.quarantined" ? "quarantined" : "active";
-        drawRooms(nests);
-      }
-      if (event.live && ["crow.quarantined", "crow.reinstated"].includes(event.name)) {
-        toast(`${event.data.crow} ${event.name === "crow.quarantined" ? "is quarantined by the Sentry" : "is reinstated"}.`,
-          event.name === "crow.quarantined" ? "error" : "good");
-      }
+      // A crow caged, freed, retired, hatched or changed anywhere: every open nest page
+      // hears it (the shared stream gives every page the crow events) and draws the rooms,
+      // the members line and the expectations again. GET /api/crows, read when the page
+      // was made, already says where each crow stood, so a replayed one changes nothing.
+      if (event.live && CROW_EVENTS.includes(event.name)) crowChanged(event);
       if (event.name.startsWith("decision") || event.name.startsWith("nest.budget")) refreshRoomSoon();
     })
     .start();
