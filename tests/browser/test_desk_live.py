@@ -111,3 +111,36 @@ def test_the_trust_table_marks_a_caged_then_a_retired_crow(governed, open_page) 
     assert r.status_code == 200, r.text
     expect(rook.locator('[data-mark="retired"]')).to_be_visible(timeout=3_000)
     screenshot(page, "desk-trust-retired-mark")
+
+
+def in_view(page, selector: str) -> bool:
+    """Whether the element's whole box is inside the window."""
+    box = page.locator(selector).bounding_box()
+    size = page.viewport_size
+    assert box is not None and size is not None, f"{selector} is not drawn"
+    return box["y"] >= 0 and box["x"] >= 0 and box["y"] + box["height"] <= size["height"] + 0.5 and box["x"] + box["width"] <= size["width"] + 0.5
+
+
+@pytest.mark.parametrize("size", [{"width": 1366, "height": 768}, {"width": 390, "height": 844}], ids=["laptop", "phone"])
+def test_the_conversation_and_composer_stay_in_view_with_cards_waiting(governed, open_page, size) -> None:
+    r = governed.post("/api/nests/todo/messages", {"author": "owner", "text": "@Rook hello there"})
+    assert r.status_code == 201, r.text
+    r = governed.post("/api/lists", {"text": "Draft a launch tweet for the crow café\nFind three facts about corvid memory", "requester": "owner", "nest_id": "todo"})
+    assert r.status_code == 202, r.text
+    for i in range(12):
+        governed.post("/api/nests/todo/messages", {"author": "owner", "text": f"note {i}: the conversation goes on"})
+    page = open_page(governed.url + "/nests/todo", viewport=size)
+    bar = page.locator("#cards-bar")
+    expect(bar).to_contain_text("1 decision and 2 waiting cards for you", timeout=30_000)
+    expect(bar).to_contain_text("the most urgent fails safe in")
+    expect(page.locator('.msg[data-author="owner"]').last).to_contain_text("note 11")
+    page.wait_for_timeout(300)  # the list scrolls to its newest message
+    assert in_view(page, "#composer-text"), "the composer is off screen"
+    assert in_view(page, '.msg[data-author="owner"] >> nth=-1'), "the newest message is off screen"
+    # The bar opens on a key as well as a click, and the conversation keeps its place.
+    bar.focus()
+    page.keyboard.press("Enter")
+    expect(bar).to_have_attribute("aria-expanded", "true")
+    expect(page.locator('#decisions .decision[data-crow="Rook"]')).to_be_visible()
+    assert in_view(page, "#composer-text"), "the open cards pushed the composer off screen"
+    screenshot(page, f"desk-nest-cards-{'phone' if size['width'] < 500 else 'laptop'}", full_page=False)

@@ -62,6 +62,9 @@ def test_a_breach_shows_a_flag_and_a_card_and_one_click_reinstates(governed, ope
     # It refers to Rook's offending message: in words, with the id as the hover detail.
     expect(flag.locator(".ref")).to_have_text("↩ re Rook's message todo-2")
     expect(flag.locator(".ref .ref-id")).to_have_text("todo-2")
+    # The decision waits folded in the cards bar above the conversation; the bar opens it.
+    expect(nest.locator("#cards-bar")).to_contain_text("1 decision for you")
+    nest.click("#cards-bar")
     expect(nest.locator('#decisions .decision[data-crow="Rook"]')).to_be_visible()
     rook_dm = nest.locator('#dm-rooms a[href="/nests/dm-rook"]')
     expect(rook_dm).to_contain_text("caged")

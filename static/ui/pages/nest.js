@@ -2,7 +2,7 @@
 // composer. Messages come from the nest's own event stream, which replays the room from
 // its first message, then follows it live.
 
-import { $, $$, h, uiConfig, fmtTokens } from "../dom.js";
+import { $, $$, h, uiConfig, fmtTokens, whenWords } from "../dom.js";
 import { get, post, isMissingEndpoint } from "../api.js";
 import { Stream, CROW_EVENTS } from "../stream.js";
 import { crowAvatar } from "../crow_art.js";
@@ -24,8 +24,9 @@ let crows = [];
 let roster = [];
 let replyTo = null;
 let currentNests = [];
+let waitingCards = 0; // the room's waiting review cards (the review queue counts them)
 let room = null;
-const board = new DecisionBoard($("#decisions"), { nestId });
+const board = new DecisionBoard($("#decisions"), { nestId, onChange: () => drawCardsBar() });
 const approvals = new DeliveryApprovals(nestId);
 const expectations = new ExpectationsPanel($("#expectations"), nestId);
 const debates = new DebatesPanel($("#debates"), nestId);
@@ -36,8 +37,47 @@ new ReviewQueue($("#review-inline"), {
   onCount: (n) => {
     $("#review-inline-panel").hidden = n === 0;
     $("#review-inline-n").textContent = String(n);
+    waitingCards = n;
+    drawCardsBar();
   },
 });
+
+// The cards bar: decisions and waiting cards folded into one line (how many, and the most
+// urgent deadline), so the conversation and the composer keep the screen. It opens on a
+// click, or Enter/Space on it, and stays as the owner left it while the tab lives.
+const CARDS_OPEN_KEY = `crows:cards-open:${nestId}`;
+function setCardsOpen(open) {
+  $("#cards-body").hidden = !open;
+  $("#cards-bar").setAttribute("aria-expanded", String(open));
+  $("#cards-bar-toggle").textContent = open ? "Hide" : "Show";
+  sessionStorage.setItem(CARDS_OPEN_KEY, open ? "1" : "");
+}
+function drawCardsBar() {
+  const decisions = board.open.size;
+  const total = decisions + waitingCards;
+  $("#desk-cards").hidden = total === 0;
+  if (!total) return;
+  const words = [decisions ? `${decisions} decision${decisions === 1 ? "" : "s"}` : "",
+    waitingCards ? `${waitingCards} waiting card${waitingCards === 1 ? "" : "s"}` : ""].filter(Boolean).join(" and ");
+  $("#cards-bar-count").textContent = `${words} for you`;
+  const deadlines = [...document.querySelectorAll("#cards-body [data-deadline]")].map((el) => Number(el.dataset.deadline)).filter(Number.isFinite);
+  const soonest = deadlines.length ? Math.min(...deadlines) : null;
+  $("#cards-bar-deadline").textContent = soonest ? `the most urgent fails safe ${whenWords(soonest)}` : "";
+}
+$("#cards-bar").addEventListener("click", () => setCardsOpen($("#cards-body").hidden));
+setCardsOpen(sessionStorage.getItem(CARDS_OPEN_KEY) === "1");
+setInterval(drawCardsBar, 30000);
+
+// The chat fills the window on a phone too (the rooms and the ledger come after it): its
+// height is the scrolling main's, measured, since a grid row cannot take it from CSS.
+function fitChat() {
+  const main = $("#main");
+  const style = getComputedStyle(main);
+  const inner = main.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom);
+  document.documentElement.style.setProperty("--chat-h", `${Math.max(320, Math.floor(inner))}px`);
+}
+fitChat();
+window.addEventListener("resize", fitChat);
 
 // The crow messages the offline mock brain wrote, as the server read them when the page
 // was made (nests/queries_review.py), up to message number `through`.
