@@ -151,7 +151,9 @@ function addMessage(msg, { live = false } = {}) {
   if (mockIds.has(msg.msg_id)) msg = { ...msg, mock: true };
   if (msg.kind === "deliver" && deliveryHtml[msg.msg_id]) msg = { ...msg, html: deliveryHtml[msg.msg_id] };
   seen.set(msg.msg_id, msg);
-  const stick = nearBottom();
+  // The room's history (replayed at load) always lands at its newest message; a live one
+  // follows only an owner who is reading the bottom of the room.
+  const stick = !live || nearBottom();
   list.querySelector(".empty")?.remove();
   const el = messageEl(msg, { members, onReply: setReply });
   if (!msg.mock) checkMock(msg, el);
@@ -168,7 +170,7 @@ function addMessage(msg, { live = false } = {}) {
     if (request) attachAnswer(request, msg);
   }
   approvals.drawn(msg.msg_id);
-  if (stick) list.scrollTop = list.scrollHeight;
+  if (stick) list.scrollTo({ top: list.scrollHeight, behavior: live ? "smooth" : "instant" });
 }
 
 function setReply(msg) {
