@@ -8,6 +8,7 @@ chat is shown free on every open page; the trust table marks it while it is cage
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -144,3 +145,36 @@ def test_the_conversation_and_composer_stay_in_view_with_cards_waiting(governed,
     expect(page.locator('#decisions .decision[data-crow="Rook"]')).to_be_visible()
     assert in_view(page, "#composer-text"), "the open cards pushed the composer off screen"
     screenshot(page, f"desk-nest-cards-{'phone' if size['width'] < 500 else 'laptop'}", full_page=False)
+
+
+def finish_lists(server, list_ids: list[str], timeout: float = 120) -> None:
+    """Approve whatever waits until every list is finished."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(server.get(f"/api/lists/{i}").json()["status"] == "finished" for i in list_ids):
+            return
+        for card in server.get("/api/review").json()["cards"]:
+            if card["kind"] != "decision":
+                server.post("/api/verdicts", {"item_id": card["item_id"], "target": card["target"], "approve": True})
+        time.sleep(0.3)
+    raise AssertionError("the lists did not finish")
+
+
+def test_the_home_page_shows_finished_lists_one_line_each_within_two_screens(flock, open_page) -> None:
+    ids = []
+    for text in ("Write a haiku about rain", "Draft a tweet for the café", "List three facts about crows",
+                 "Write a tagline for the bakery", "Summarize the crow report", "Plan a picnic"):
+        r = flock.post("/api/lists", {"text": text, "requester": "owner"})
+        assert r.status_code == 202, r.text
+        ids.append(r.json()["list_id"])
+    finish_lists(flock, ids)
+    page = open_page(flock.url + "/", viewport={"width": 1366, "height": 768})
+    lines = page.locator("details.list-line")
+    expect(lines).to_have_count(6)
+    height = page.evaluate("document.documentElement.scrollHeight")
+    assert height <= 2 * 768, f"the home page is {height}px tall with six finished lists"
+    # A line opens on a click into the full card, with its report link.
+    lines.first.locator("summary").click()
+    expect(lines.first.locator(".list-card .item")).to_have_count(1)
+    expect(lines.first.locator(".report-link a")).to_be_visible()
+    screenshot(page, "desk-home-finished-lines")
