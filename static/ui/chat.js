@@ -68,12 +68,14 @@ export function markMock(el) {
   el.querySelector(".msg-text").before(mockBadge());
 }
 
-/** A delivery is an answer: show the server's rendered Markdown of it (sanitised by nh3,
- * docs/REVIEW.md) in place of its plain text. Code blocks and tables get the answer's tools. */
+/** A delivery (an answer) or the owner's own message: show the server's rendered Markdown
+ * of it (sanitised by nh3, docs/REVIEW.md) in place of its plain text. Code blocks and
+ * tables get the answer's tools. */
 export function showRendered(el, msg, html) {
   const text = el.querySelector(":scope > .msg-body > .msg-text");
   if (!text || !html) return;
-  const rendered = renderedAnswer({ html, raw: msg.text, label: `${msg.author}'s answer ${msg.msg_id}` });
+  const label = msg.author === OWNER ? `your message ${msg.msg_id}` : `${msg.author}'s answer ${msg.msg_id}`;
+  const rendered = renderedAnswer({ html, raw: msg.text, label });
   text.classList.add("msg-md");
   text.replaceChildren(rendered.querySelector(".answer-md"));
 }

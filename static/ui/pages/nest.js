@@ -140,6 +140,11 @@ async function fetchRendered(msg, el) {
   if (found && found.html) showRendered(el, msg, found.html);
 }
 
+/** Whether rendering `text` as Markdown would change how it reads. */
+function looksMarked(text) {
+  return /https?:\/\/|[*_`~#>|]|^\s*([-+]|\d+[.)])\s|\[[^\]]*\]\(/m.test(text || "");
+}
+
 function nearBottom() {
   return list.scrollHeight - list.scrollTop - list.clientHeight < 120;
 }
@@ -149,7 +154,7 @@ function addMessage(msg, { live = false } = {}) {
   const probs = ui.kind_probs && ui.kind_probs[msg.msg_id];
   if (probs && !msg.probs) msg = { ...msg, probs };
   if (mockIds.has(msg.msg_id)) msg = { ...msg, mock: true };
-  if (msg.kind === "deliver" && deliveryHtml[msg.msg_id]) msg = { ...msg, html: deliveryHtml[msg.msg_id] };
+  if (deliveryHtml[msg.msg_id]) msg = { ...msg, html: deliveryHtml[msg.msg_id] };
   seen.set(msg.msg_id, msg);
   // The room's history (replayed at load) always lands at its newest message; a live one
   // follows only an owner who is reading the bottom of the room.
@@ -160,6 +165,11 @@ function addMessage(msg, { live = false } = {}) {
   if (live && msg.tagged_by && !msg.probs) fetchProbs(msg, el);
   // One made after the page (older ones past the rendered window stay plain text).
   if (msg.kind === "deliver" && !msg.html && (live || msgNumber(msg.msg_id) > mockThrough)) {
+    fetchRendered(msg, el);
+  }
+  // The owner's own words render as Markdown too, with bare links made links (the same
+  // server renderer): read when they hold anything Markdown or a URL would change.
+  if (msg.author === OWNER && !msg.html && looksMarked(msg.text) && (live || msgNumber(msg.msg_id) > mockThrough)) {
     fetchRendered(msg, el);
   }
   // The harness's summary of open expectations is addressed to you: it stands out.
