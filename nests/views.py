@@ -112,7 +112,10 @@ def _flock_page_cursor() -> int:
 
 @never_cache
 def home(request: HttpRequest) -> HttpResponse:
-    return _page(request, "nests/home.html", "flock", ui={"since": _flock_page_cursor()})
+    # A fresh install (no list ever sent) offers its first step: connect a model, or try
+    # the flock offline; the browser remembers the owner's choice (docs/UI.md).
+    first_run = not Event.objects.filter(name="list.started").exists()
+    return _page(request, "nests/home.html", "flock", ui={"since": _flock_page_cursor(), "first_run": first_run})
 
 
 def nests_index(request: HttpRequest) -> HttpResponse:

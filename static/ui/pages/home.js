@@ -270,7 +270,23 @@ function setupComposer() {
   });
 }
 
+// The first-run step (a fresh install): shown once per browser, until the owner picks.
+const FIRST_RUN_KEY = "crows.first-run";
+function setupFirstRun() {
+  const box = $("#first-run");
+  if (!ui.first_run || localStorage.getItem(FIRST_RUN_KEY)) return;
+  box.hidden = false;
+  $("#first-run-connect").addEventListener("click", () => localStorage.setItem(FIRST_RUN_KEY, "connect"));
+  $("#first-run-offline").addEventListener("click", () => {
+    localStorage.setItem(FIRST_RUN_KEY, "offline");
+    box.hidden = true;
+    $("#list-text").focus();
+    toast("Offline it is: write a list, and the mock brain answers in the shape each task asks for.", "good");
+  });
+}
+
 async function main() {
+  setupFirstRun();
   setupComposer();
   startCountdowns();
   let state;
