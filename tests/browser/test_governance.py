@@ -130,8 +130,13 @@ def test_a_trusted_crows_auto_delivery_can_be_overruled_from_the_room(flock, ope
     delivery = page.locator(".msg.kind-deliver[data-author=Pepper]").first
     expect(delivery).to_be_visible(timeout=30_000)
     expect(delivery.locator(".verdict-auto")).to_contain_text("auto (trusted)")
-    page.once("dialog", lambda dialog: dialog.accept("The poem is about snow."))
+    # An in-page dialog asks why (optional), naming the crow; focus returns to the room.
     delivery.locator(".overrule-btn").click()
+    dialog = page.locator("dialog.crows-dialog[open]")
+    expect(dialog).to_contain_text("Overrule Pepper's delivery")
+    dialog.locator("textarea").fill("The poem is about snow.")
+    dialog.get_by_role("button", name="Overrule Pepper").click()
+    expect(dialog).to_have_count(0)
     expect(delivery).to_have_attribute("data-verdict", "overruled")
     expect(delivery.locator(".verdict-overruled")).to_contain_text("overruled by you")
     expect(page.locator(".msg[data-author=harness]").last).to_contain_text("The poem is about snow.")
@@ -170,8 +175,8 @@ def test_a_crow_kept_quarantined_is_reinstated_from_its_page(governed, open_page
     button = page.locator("#crow-reinstate")
     expect(button).to_be_visible()  # live, from decision.closed
     expect(page.locator("#crow-chips")).to_contain_text("quarantined: kept caged")
-    page.once("dialog", lambda dialog: dialog.accept())
     button.click()
+    page.locator("dialog.crows-dialog[open]").get_by_role("button", name="Reinstate Rook").click()
     expect(page.locator("#crow-chips .chip").first).to_have_text("active")
     crows = {c["name"]: c for c in governed.get("/api/crows").json()}
     assert crows["Rook"]["status"] == "active"
@@ -194,13 +199,19 @@ def test_retiring_from_a_decision_card_asks_first(governed, open_page) -> None:
     page = open_page(governed.url + "/")
     card = page.locator('#decisions .decision[data-crow="Rook"]')
     expect(card).to_be_visible(timeout=30_000)
-    asked: list[str] = []
-    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
-    card.locator(".retire-btn").click()
-    expect(card).to_be_visible()  # dismissed: nothing was sent
-    assert asked and "for good" in asked[0]
+    # The buttons name their crow for assistive technology.
+    retire = card.get_by_role("button", name="Retire Rook")
+    expect(card.get_by_role("button", name="Keep Rook quarantined")).to_be_visible()
+    retire.click()
+    dialog = page.locator("dialog.crows-dialog[open]")
+    expect(dialog).to_contain_text("Retire Rook for good?")
+    # Esc (or Cancel) sends nothing, and focus goes back to the button that asked.
+    page.keyboard.press("Escape")
+    expect(dialog).to_have_count(0)
+    expect(card).to_be_visible()
+    expect(retire).to_be_focused()
     assert {c["name"]: c["status"] for c in governed.get("/api/crows").json()}["Rook"] == "quarantined"
-    page.once("dialog", lambda dialog: dialog.accept())
-    card.locator(".retire-btn").click()
+    retire.click()
+    page.locator("dialog.crows-dialog[open]").get_by_role("button", name="Retire Rook").click()
     expect(card).to_have_count(0, timeout=15_000)
     assert "Rook" not in {c["name"] for c in governed.get("/api/crows").json()}

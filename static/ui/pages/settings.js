@@ -46,7 +46,7 @@ function row(crow, defaultBrain) {
     size: 26, spellcheck: "false", autocomplete: "off" });
   const error = h("p", { class: "form-error", role: "alert", hidden: true });
   const result = h("span", { class: "test-result", role: "status" });
-  const save = h("button", { type: "submit", class: "btn small" }, "Save");
+  const save = h("button", { type: "submit", class: "btn small", "aria-label": `Save ${crow.name}'s model` }, "Save");
   const testButton = h("button", { type: "button", class: "btn small ghost", "aria-label": `Test connection for ${crow.name}` }, "Test connection");
   const form = h("form", { class: "model-form", dataset: { crow: crow.name } },
     h("label", { for: id, class: "sr-only" }, `Model for ${crow.name}`), input, save, error);
