@@ -19,7 +19,8 @@ let counter = 0;
  * @param {HTMLElement|null} [opts.returnTo] where focus goes if the opener is gone
  */
 export function ask({ title, message = "", confirm, cancel = "Cancel", input = null, danger = false, returnTo = null }) {
-  const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+  const active = document.activeElement;
+  const opener = active instanceof HTMLElement && active !== document.body ? active : null;
   counter += 1;
   const id = `crows-dialog-${counter}`;
   const field = input === null ? null : h("textarea", { id: `${id}-input`, rows: 3, class: "dialog-input" });
@@ -41,7 +42,8 @@ export function ask({ title, message = "", confirm, cancel = "Cancel", input = n
     no.addEventListener("click", () => dialog.close());
     dialog.addEventListener("close", () => {
       dialog.remove();
-      const back = opener && opener.isConnected ? opener : returnTo && returnTo.isConnected ? returnTo : null;
+      const usable = (el) => el && el.isConnected && !el.disabled;
+      const back = usable(opener) ? opener : usable(returnTo) ? returnTo : null;
       if (back) back.focus();
       resolve(answer);
     }, { once: true });

@@ -75,7 +75,7 @@ def test_settings_change_a_crows_model_and_test_the_connection(live_server_facto
     expect(result).to_contain_text("Failed (not saved yet)")
     expect(result).to_contain_text("does not exist")
     page.click("#test-default")
-    expect(page.locator("#test-default-result")).to_contain_text("offline mock brain")
+    expect(page.locator("#test-default-result")).to_have_text("offline mock: no model called.")
 
 
 def test_the_title_count_rises_and_falls_and_a_hidden_tab_is_notified(flock, open_page) -> None:

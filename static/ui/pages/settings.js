@@ -63,10 +63,11 @@ function row(crow, defaultBrain) {
       } catch (err) {
         // A model no key can call yet: the server says why; saving it takes the owner's yes.
         if (!(err instanceof ApiError) || err.status !== 409) throw err;
+        save.disabled = false; // focus comes back to it when the dialog closes
         const yes = await ask({
           title: `Save ${model} for ${crow.name} anyway?`,
           message: `${messageOf(err).replace(/ Send confirm: true to save it anyway\.$/, "")}. Until then ${crow.name}'s flights fail.`,
-          confirm: `Save for ${crow.name} anyway`, cancel: "Keep the current model", returnTo: input,
+          confirm: `Save for ${crow.name} anyway`, cancel: "Keep the current model", returnTo: save,
         });
         if (!yes) {
           error.textContent = messageOf(err).replace(/ Send confirm: true to save it anyway\.$/, "");
