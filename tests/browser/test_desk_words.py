@@ -99,3 +99,23 @@ def test_an_open_dialog_and_the_cards_bar_keep_axe_clean(flock, open_page) -> No
     nest = open_page(flock.url + "/nests/todo")
     expect(nest.locator("#cards-bar")).to_contain_text("waiting card", timeout=30_000)
     assert _axe(nest) == []
+
+
+def test_harness_words_show_local_times_and_links_with_words_not_ids(flock, open_page) -> None:
+    r = flock.post("/api/nests/todo/messages", {"author": "owner", "text": "Pepper, draft the launch post please"})
+    assert r.status_code == 201, r.text
+    page = open_page(flock.url + "/nests/todo")
+    expect(page.locator("#msg-todo-1")).to_be_visible()
+    drawn = page.evaluate("""async () => {
+      const { messageEl } = await import("/static/ui/chat.js");
+      const due = new Date(Date.now() + 8 * 60000 + 20000).toISOString();
+      const el = messageEl({ msg_id: "todo-99", author: "harness", kind: "say", to: "owner", ts: new Date().toISOString(),
+        text: `Owner summary for @owner: no exchanges left. - exp-3 (claim) on todo-1: a claim. Due ${due}, 1/3 nudges.` });
+      const text = el.querySelector(".msg-text");
+      return { text: text.textContent, time: text.querySelector("time")?.textContent, iso: due,
+               link: text.querySelector('a[href="#msg-todo-1"]')?.textContent, exp: text.querySelector("a.exp-ref")?.title };
+    }""")
+    assert drawn["iso"] not in drawn["text"], drawn
+    assert drawn["time"].startswith("in 8 min, at "), drawn
+    assert drawn["link"] == "your “Pepper, draft the launch post please”", drawn
+    assert drawn["exp"] == "exp-3" and "exp-3" not in drawn["text"], drawn
