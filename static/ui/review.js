@@ -68,7 +68,8 @@ export class ReviewQueue {
     this.help = h("div", { class: "review-keys", id: `review-keys-${Math.random().toString(36).slice(2, 8)}`, hidden: true },
       h("h3", {}, "Keys"),
       h("dl", {}, KEYS.map(([k, what]) => [h("dt", {}, h("kbd", {}, k)), h("dd", {}, what)])));
-    this.empty = h("p", { class: "empty review-empty" }, "Nothing is waiting for you.");
+    // "Nothing is waiting" only once the queue has been read: until then it says it is reading.
+    this.empty = h("p", { class: "empty review-empty", dataset: { state: "loading" } }, "Reading what waits for you…");
     box.replaceChildren(
       h("div", { class: "review-bar" }, this.countEl, this.allButton,
         h("button", { type: "button", class: "btn ghost small", "aria-expanded": "false",
@@ -114,6 +115,10 @@ export class ReviewQueue {
       if (caret) active.setSelectionRange(...caret);
     }
     this.empty.hidden = cards.length > 0;
+    if (this.empty.dataset.state === "loading") {
+      this.empty.dataset.state = "empty";
+      this.empty.textContent = "Nothing is waiting for you.";
+    }
     this.allButton.hidden = !cards.some((c) => c.kind !== "decision");
     this.countEl.textContent = plural(cards.length, "card") + " waiting";
     if (this.onCount) this.onCount(cards.length);
