@@ -5,8 +5,8 @@ from ninja import Router
 
 from flock import actions, queries
 from flock.brains.config import default_brain_spec
-from flock.brains.probe import is_mock, test_connection
-from flock.errors import BadInput, NotFound
+from flock.brains.probe import is_mock, test_connection, why_no_model
+from flock.errors import BadInput, Conflict, NotFound
 from flock.models import Crow
 from flock.schemas import (
     BrainsOut,
@@ -47,8 +47,20 @@ def patch_crow(request: HttpRequest, name: IdParam, payload: CrowPatchIn) -> Cro
     """Change a crow through the same action the admin uses (`crow.updated`).
     `model: ""` puts the crow back on the default brain."""
     fields = payload.model_dump(exclude_unset=True)
+    confirmed = fields.pop("confirm", None)
     if any(v is None for v in fields.values()):
         raise BadInput(f"{', '.join(k for k, v in fields.items() if v is None)} cannot be null")
+    if not fields:
+        raise BadInput("nothing to change: name at least one field besides confirm")
+    # A model no key can call is refused unless the owner confirms it: saved silently, the
+    # crow would fail every flight, and the banner would call it a real model.
+    model = fields.get("model")
+    if not Crow.objects.filter(name__iexact=name.strip().lstrip("@")).exists():
+        raise NotFound(f"no crow named {name[:40]!r}")
+    if isinstance(model, str) and model.strip() and not is_mock(model) and not confirmed:
+        problem = why_no_model(actions.clean_crow_field("model", model))
+        if problem:
+            raise Conflict(f"{model.strip()} cannot be called yet: {problem}. Send confirm: true to save it anyway.")
     return crow_out(actions.update_crow(name, by="owner", **fields))
 
 

@@ -17,6 +17,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictBool,
     StrictInt,
     StrictStr,
     StringConstraints,
@@ -214,6 +215,10 @@ def _crow_patch_document(schema: dict[str, Any]) -> None:
         "description": "provider:model (mock, openai:…, anthropic:…, script:<path>), or \"\" for the default brain",
     }
     properties["task_types"] = {"type": "array", "items": {"type": "string", "enum": list(TASK_TYPES)}}
+    properties["confirm"] = {
+        "type": "boolean",
+        "description": "true saves a model whose provider has no key or base URL (otherwise a 409 says why)",
+    }
     schema.update(additionalProperties=False, minProperties=1, properties=properties)
 
 
@@ -232,6 +237,8 @@ class CrowPatchIn(StrictIn):
     persona: Annotated[StrictStr | None, says("persona must be a string, got {got}")] = None
     voice: Annotated[StrictStr | None, says("voice must be a string, got {got}")] = None
     task_types: Annotated[list[StrictStr] | None, says("task_types must be a list of task type names")] = None
+    # Not a field of the crow: the owner's yes to saving a model that cannot be called yet.
+    confirm: Annotated[StrictBool | None, says("confirm must be true or false, got {got}")] = None
 
 
 def _brain_test_document(schema: dict[str, Any]) -> None:

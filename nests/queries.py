@@ -240,11 +240,12 @@ def messages_page(nest: Nest, *, before: int | None, limit: int) -> dict[str, An
 
 
 def delivery_html(message: NestMessage) -> str:
-    """A delivery is an answer: its Markdown, rendered and sanitised as list answers are
-    (docs/REVIEW.md); "" for every other message, which the page shows as plain text."""
+    """A delivery (an answer) and the owner's own message: its Markdown, rendered and
+    sanitised as list answers are, bare URLs made links (docs/REVIEW.md); "" for every
+    other message, which the page shows as plain text."""
     from nests.render import render_markdown
 
-    return render_markdown(message.text) if message.kind == "deliver" else ""
+    return render_markdown(message.text) if message.kind == "deliver" or message.author == OWNER else ""
 
 
 # --- requests and claims -----------------------------------------------------------------

@@ -10,11 +10,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.db.models import F, Min
+from django.db.models import F, Min, Q
 
 from flock.events import rfc3339
 from flock.models import Flight
-from flock.vocab import MessageKind
+from flock.vocab import OWNER, MessageKind
 from nests.models import Invocation, Item, NestMessage, Sortie
 from nests.queries import delivery_html
 from nests.render import render_markdown
@@ -134,9 +134,11 @@ def mock_written_in(nest_id: str, *, limit: int = MOCK_MESSAGES) -> dict[str, An
 
 
 def deliveries_rendered_in(nest_id: str, *, limit: int = MOCK_MESSAGES) -> dict[str, str]:
-    """The nest page's starting answer: the room's latest deliveries as rendered Markdown
-    (a later one, the page reads from GET /api/nests/{nest_id}/messages)."""
-    latest = NestMessage.objects.filter(nest__nest_id=nest_id, kind=MessageKind.DELIVER).order_by("-n")[:limit]
+    """The nest page's starting answer: the room's latest deliveries and owner messages as
+    rendered Markdown (a later one, the page reads from GET /api/nests/{nest_id}/messages)."""
+    latest = NestMessage.objects.filter(
+        Q(kind=MessageKind.DELIVER) | Q(author=OWNER), nest__nest_id=nest_id
+    ).order_by("-n")[:limit]
     return {m.msg_id: delivery_html(m) for m in latest}
 
 

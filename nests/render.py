@@ -1,4 +1,5 @@
-"""Answers as the owner reads them: Markdown rendered on the server, then sanitised.
+"""Answers, and the owner's own messages, as the owner reads them: Markdown rendered on
+the server, then sanitised; bare http(s) URLs become links.
 
 markdown-it-py parses CommonMark (tables and strikethrough on; raw HTML off, so a crow
 cannot inject markup), and nh3 (the Ammonia sanitiser) keeps only the tags a reading
@@ -9,6 +10,7 @@ server-made markup they insert (docs/REVIEW.md "Answers worth reading").
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import nh3
@@ -27,6 +29,20 @@ ALLOWED_CLASSES = {"th": set(ALIGN_CLASSES.values()), "td": set(ALIGN_CLASSES.va
 CACHE_SIZE = 512
 
 
+# A bare http(s) URL in running text (not already a link's target or an autolink): it
+# becomes a CommonMark autolink, so it renders as a link like any other.
+_BARE_URL = re.compile(r"(?<![<(\[\"'=/\w])https?://[^\s<>()\[\]]*[^\s<>()\[\].,;:!?'\"*_]")
+# Code keeps its text: fenced blocks and inline code spans are left alone.
+_CODE = re.compile(r"(^```.*?^```[ \t]*$|^~~~.*?^~~~[ \t]*$|`[^`\n]+`)", re.MULTILINE | re.DOTALL)
+
+
+def linkify(text: str) -> str:
+    """Bare URLs outside code, wrapped as autolinks (`<https://…>`)."""
+    parts = _CODE.split(text)
+    # split() with one group: even indexes are prose, odd ones the code it kept apart.
+    return "".join(_BARE_URL.sub(lambda m: f"<{m.group(0)}>", part) if i % 2 == 0 else part for i, part in enumerate(parts))
+
+
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
     return MarkdownIt("commonmark", {"html": False, "breaks": True}).enable(["table", "strikethrough"])
@@ -34,12 +50,13 @@ def _parser() -> MarkdownIt:
 
 @lru_cache(maxsize=CACHE_SIZE)
 def render_markdown(text: str) -> str:
-    """Safe HTML for a crow's Markdown answer (an empty string for an empty answer)."""
+    """Safe HTML for a Markdown answer or owner message, bare URLs made links (an empty
+    string for an empty text)."""
     if not text or not text.strip():
         return ""
     parser = _parser()
     env: dict = {}
-    tokens = parser.parse(text, env)
+    tokens = parser.parse(linkify(text), env)
     for token in tokens:
         # markdown-it aligns a column with style="text-align:…"; a class says the same.
         if token.type in ("th_open", "td_open") and (style := token.attrGet("style")):

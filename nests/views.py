@@ -21,7 +21,7 @@ from django.views.decorators.cache import never_cache
 from flock import queries as flock_queries
 from flock.api import crow_out
 from flock.brains.config import default_brain_spec
-from flock.brains.probe import is_mock
+from flock.brains.probe import is_mock, why_no_model
 from flock.events import rfc3339
 from flock.models import Crow, Event, Flight, JevTag
 from flock.vocab import page_vocab
@@ -52,10 +52,26 @@ def _ui_config() -> dict[str, Any]:
     }
 
 
-def _mock_crows(default: str) -> tuple[list[str], int]:
-    """The living crows that think with the offline mock brain, and how many crows live."""
+def _brain_readiness(default: str) -> dict[str, Any]:
+    """Which living crows can really call a model, and why the others cannot, for the
+    banner on every page (grouped by reason: the offline mock, a provider with no key)."""
     living = list(flock_queries.living_crows().values_list("name", "model"))
-    return [name for name, model in living if is_mock(model or default)], len(living)
+    able: list[str] = []
+    unable: dict[str, list[str]] = {}
+    for name, model in living:
+        why = why_no_model(model or default)
+        if why:
+            unable.setdefault(why, []).append(name)
+        else:
+            able.append(name)
+    mock_crows = [name for name, model in living if is_mock(model or default)]
+    return {
+        "able_crows": able,
+        "unable_groups": [(", ".join(names), why) for why, names in unable.items()],
+        "unable_count": sum(len(names) for names in unable.values()),
+        "mock_everyone": len(mock_crows) == len(living),
+        "crow_count": len(living),
+    }
 
 
 def _page(request: HttpRequest, template: str, page: str, **context: Any) -> HttpResponse:
@@ -64,10 +80,9 @@ def _page(request: HttpRequest, template: str, page: str, **context: Any) -> Htt
     ui = {"page": page, "config": _ui_config(), "vocab": page_vocab(), **context.pop("ui", {})}
     # Every page says which crows think with the offline mock, all or some (docs/REVIEW.md).
     brain = default_brain_spec()
-    mock_crows, crow_count = _mock_crows(brain)
     return render(request, template, {
         "ui": ui, "page": page, "default_brain": brain, "brain_is_mock": is_mock(brain),
-        "mock_crows": mock_crows, "mock_everyone": len(mock_crows) == crow_count, "crow_count": crow_count,
+        **_brain_readiness(brain),
         **context,
     })
 
@@ -97,7 +112,10 @@ def _flock_page_cursor() -> int:
 
 @never_cache
 def home(request: HttpRequest) -> HttpResponse:
-    return _page(request, "nests/home.html", "flock", ui={"since": _flock_page_cursor()})
+    # A fresh install (no list ever sent) offers its first step: connect a model, or try
+    # the flock offline; the browser remembers the owner's choice (docs/UI.md).
+    first_run = not Event.objects.filter(name="list.started").exists()
+    return _page(request, "nests/home.html", "flock", ui={"since": _flock_page_cursor(), "first_run": first_run})
 
 
 def nests_index(request: HttpRequest) -> HttpResponse:
@@ -175,7 +193,9 @@ def crow(request: HttpRequest, name: str) -> HttpResponse:
 def trust(request: HttpRequest) -> HttpResponse:
     holders = [trust_queries.FLOCK_HOLDER, *(c.name for c in flock_queries.living_crows())]
     history = {holder: trust_queries.trust_history(holder, limit=TRUST_HISTORY) for holder in holders}
-    return _page(request, "nests/trust.html", "trust", ui={"trust_history": history})
+    # GET /api/crows leaves retired crows out; the table still shows their rows, marked.
+    retired = list(Crow.objects.filter(status=Crow.Status.RETIRED).values_list("name", flat=True))
+    return _page(request, "nests/trust.html", "trust", ui={"trust_history": history, "retired": retired})
 
 
 @never_cache

@@ -17,6 +17,7 @@ import re
 import time
 from typing import Any
 
+from flock.brains import mock_shapes
 from flock.brains import mock_text as mt
 from flock.brains.config import mock_config
 from flock.brains.header import MSG_ID_RE, format_header, parse_header, strip_header
@@ -188,27 +189,27 @@ class _Writer:
             reason = self.rng.choice(
                 (
                     (
-                        f"{mt.capital(_count_word(n))} separate jobs in one line ({named}), so I'm "
+                        f"Split: {_count_word(n)} separate jobs in one line ({named}), so I'm "
                         f"splitting it {_count_word(n)} ways."
                     ),
-                    f"This is really {_count_word(n)} jobs ({named}); one crow each, and the Elder merges.",
+                    f"Split: this is really {_count_word(n)} jobs ({named}); one crow each, and the Elder merges.",
                 )
             )
         elif mode == "murder":
             reason = self.rng.choice(
                 (
                     (
-                        f"A judgment call ('{judged}'), so two or three crows should weigh in on their "
-                        "own before the Elder sums up."
+                        f"Murder: a judgment call ('{judged}'), so two or three crows should weigh in on "
+                        "their own before the Elder sums up."
                     ),
-                    f"There's no single right answer here ('{judged}'); independent views first, then a verdict.",
+                    f"Murder: there's no single right answer here ('{judged}'); independent views first, then a verdict.",
                 )
             )
         else:
             reason = self.rng.choice(
                 (
-                    f"One clear {task_type} job: '{goal}'. One crow can take it.",
-                    f"Single task, {task_type}; no need to split '{goal}'.",
+                    f"Solo: one clear {task_type} job, '{goal}'. One crow can take it.",
+                    f"Solo: a single {task_type} task; no need to split '{goal}'.",
                 )
             )
         return json.dumps(
@@ -220,6 +221,11 @@ class _Writer:
             target = str(self.ctx["subtask"])
         else:
             target = self.item_text()
+        shape = mock_shapes.shape_of(target)
+        if shape:
+            # The form the task asks for, finished (a haiku, a tweet, a code fix...), not a
+            # plan for it: the page badges it as the offline mock's placeholder.
+            return mock_shapes.compose(shape, target, self.rng)
         goal = mt.goal_of(target)
         task_type = str(self.ctx.get("task_type") or "")
         if task_type not in mt.STEP_TYPES:
@@ -426,6 +432,9 @@ class _Writer:
         return " ".join(text.split())
 
     def _deliverable(self, request_text: str) -> str:
+        shape = mock_shapes.shape_of(request_text)
+        if shape:
+            return mock_shapes.compose(shape, request_text, self.rng)
         goal = mt.goal_of(request_text) or "the request"
         task_type = mt.task_type_of(goal)
         steps = mt.steps_for(goal, task_type, self.rng)

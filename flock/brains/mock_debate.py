@@ -35,8 +35,21 @@ def _lens(strength: str) -> str:
 
 
 def _terms(question: str) -> str:
+    """What the question is about, as a phrase of its own words: 'Should the crow tracker
+    use Postgres or SQLite?' -> 'the crow tracker'; 'Should we use Postgres or SQLite for
+    the crow tracker?' -> 'the crow tracker'; else its first content words."""
+    q = " ".join(question.split()).rstrip(" ?.!")
+    tail = re.search(r"\b(?:for|in|on)\s+((?:the|our|a|an|this|my)\s+[\w\s'-]{2,40})$", q, re.IGNORECASE)
+    if tail:
+        return tail.group(1).strip()
+    head = re.match(
+        r"(?:should|shall|do|does|is|are|can|will|would)\s+(.+?)\s+(?:use|pick|choose|adopt|go with|switch to|move to|be|get)\b",
+        q, re.IGNORECASE,
+    )
+    if head and head.group(1).lower() not in ("we", "i", "you", "they"):
+        return head.group(1).strip()
     terms = mt.key_terms(question, limit=2)
-    return " and ".join(terms) if terms else "the question"
+    return " ".join(terms) if terms else "the question"
 
 
 def debate_turn(debate: dict[str, Any], *, name: str, strength: str, rng: random.Random) -> str:

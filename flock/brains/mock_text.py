@@ -228,7 +228,10 @@ def split_parts(text: str, *, limit: int = 4) -> list[str]:
         listed
         and len(parts) >= 2
         and _starts_with_verb(clean(lead))
-        and all(len(p.split()) <= 3 and not _starts_with_verb(p) for p in parts)
+        and all(len(p.split()) <= 3 for p in parts)
+        # Nouns after the colon: "blog post, tweet, email" (a lone "tweet" or "email" reads
+        # as a verb too, so only a longer phrase that starts with one is a verb phrase).
+        and not any(_starts_with_verb(p) and len(p.split()) >= 2 for p in parts)
     ):
         # "plan the offsite: venue, agenda, budget": the lead is the job, each noun a part.
         parts = [f"{clean(lead)}: {p}" for p in parts]

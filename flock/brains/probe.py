@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from flock.brains import get_brain
-from flock.brains.config import brain_test_timeout_s, default_brain_spec
+from flock.brains.config import brain_test_timeout_s, default_brain_spec, provider_config
 from flock.brains.providers import OUT_OF_TOKENS
 from flock.brains.types import BrainReply, BrainRequest, Persona
 
@@ -31,6 +31,25 @@ _PROBE_PERSONA = Persona(
 
 def is_mock(spec: str) -> bool:
     return (spec or "").strip().lower().split(":", 1)[0] == "mock"
+
+
+def why_no_model(spec: str) -> str:
+    """Why a crow on `spec` (blank: the default brain) cannot call a real model, in words,
+    or "" when it can: the offline mock calls none, and an OpenAI or Anthropic brain needs
+    a key or a base URL (a local server) from the environment. A script brain answers from
+    its file and counts as able. The banner and /settings say this; docs/REVIEW.md."""
+    spec = (spec or "").strip() or default_brain_spec()
+    provider = spec.lower().split(":", 1)[0]
+    if provider == "mock":
+        return "the offline mock: no model is called"
+    if provider in ("openai", "anthropic"):
+        config = provider_config(provider)
+        if not config.api_key and not config.base_url:
+            return (
+                f"no {'OpenAI' if provider == 'openai' else 'Anthropic'} key: set {config.key_sources} "
+                f"(or CROWS_{provider.upper()}_BASE_URL for a local server) and restart"
+            )
+    return ""
 
 
 def test_connection(spec: str) -> dict[str, Any]:

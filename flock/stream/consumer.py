@@ -139,6 +139,7 @@ class EventStreamConsumer(AsyncHttpConsumer):
         self.page_rows = PAGE_MIN
         try:
             column, key, cursor = await self._parse()
+            replay_only = self._replay_only()
         except BadStream as bad:
             body = json.dumps({"message": bad.message}).encode()
             headers = [(b"Content-Type", b"application/json")]
@@ -163,7 +164,10 @@ class EventStreamConsumer(AsyncHttpConsumer):
         )
         # Headers leave only with the first body chunk.
         await self.send_body(f"retry: {RETRY_MS}\n: connected\n\n".encode(), more_body=True)
-        self.task = asyncio.ensure_future(self._stream(column, key, cursor))
+        if replay_only:
+            self.task = asyncio.ensure_future(self._replay(column, key, cursor))
+        else:
+            self.task = asyncio.ensure_future(self._stream(column, key, cursor))
 
     async def http_disconnect(self, message: dict) -> None:
         await self._close()
@@ -216,6 +220,51 @@ class EventStreamConsumer(AsyncHttpConsumer):
                     queued = flow.unflushed()
             await self.send_body(piece, more_body=True)
             self.peak_buffer = max(self.peak_buffer, queued + len(piece))
+
+    def _replay_only(self) -> bool:
+        """`?replay=1`: send the stored backlog after the cursor and end the response
+        (docs/STREAM.md, "One connection per browser"). Pages that share one live stream
+        read their own room's history this way instead of holding a stream of their own."""
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        if "replay" not in query:
+            return False
+        value = query["replay"][-1].strip()
+        if value not in ("1", "0", ""):
+            raise BadStream(400, f"replay must be 1 or 0, got {value[:40]!r}")
+        return value == "1"
+
+    async def _replay(self, column: str, key: str, cursor: int) -> None:
+        """The backlog after `cursor` up to the hub's released id when the request came,
+        then `stream.replayed` with that id (`upto`), then the end of the response: every
+        event of this stream with an id <= `upto` has been sent, and the client follows
+        what comes after from its live stream."""
+        upto = hub.released
+        read_after = sync_to_async(_read_after, thread_sensitive=False)
+        last = cursor
+        try:
+            while last < upto:
+                await self._room()
+                rows = await read_after(column, key, last, self.page_rows, upto)
+                if not rows:
+                    break
+                data = b"".join(frame for _, frame in rows)
+                count, last = len(rows), rows[-1][0]
+                self.page_rows = max(PAGE_MIN, min(PAGE, count * self.page_bytes // len(data)))
+                await self._send(data)
+            done = json.dumps({"upto": max(upto, cursor)}, separators=(",", ":"))
+            await self._send(f"event: stream.replayed\ndata: {done}\n\n".encode())
+            await self.send_body(b"", more_body=False)
+        except asyncio.CancelledError:
+            raise
+        except TooFarBehind:
+            self.flow.abort()
+        except Exception:
+            log.exception("event replay failed")
+            try:
+                await self.send_body(b"", more_body=False)
+            except Exception:
+                pass
+        await self._close()
 
     async def _parse(self) -> tuple[str, str, int | None]:
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)

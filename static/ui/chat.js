@@ -1,7 +1,7 @@
 // A nest's messages: drawing one message, hanging claims and deliveries on the request
 // they answer, and the @-autocomplete of the composer.
 
-import { h, fmtTime } from "./dom.js";
+import { h, fmtTime, whenWords } from "./dom.js";
 import { crowAvatar, accentOf } from "./crow_art.js";
 import { OWNER, HARNESS, KINDS } from "./vocab.js";
 import { copyButton, mockBadge, renderedAnswer } from "./answers.js";
@@ -43,6 +43,45 @@ function textWithMentions(text, members) {
   });
 }
 
+// The harness writes ids and UTC times (its messages are for crows too); the owner reads
+// them in plain words: a time in the owner's own clock, from now ("in 8 min, at 9:41"); a
+// message as a link with its first words; an expectation as a link to the panel with what
+// is expected. The ids stay as the links' hover titles.
+const HARNESS_BITS = /(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2}))|\b(exp-\d+)\b|\b([a-z0-9]+(?:-[a-z0-9]+)*-\d+)\b/g;
+
+function firstWords(text, n = 8) {
+  const words = String(text || "").trim().split(/\s+/);
+  return words.length > n ? `${words.slice(0, n).join(" ")}…` : words.join(" ");
+}
+
+function harnessWords(text) {
+  const out = [];
+  let last = 0;
+  for (const m of text.matchAll(HARNESS_BITS)) {
+    const [whole, iso, expId, msgId] = m;
+    let node = null;
+    if (iso) {
+      node = h("time", { datetime: iso, title: iso }, whenWords(iso));
+    } else if (expId) {
+      const row = document.querySelector(`[data-expectation="${CSS.escape(expId)}"] .exp-what`);
+      node = h("a", { class: "ref exp-ref", href: "#expectations", title: expId },
+        row ? `the expectation “${firstWords(row.textContent)}”` : "an expectation");
+    } else if (msgId) {
+      const target = document.getElementById(`msg-${msgId}`);
+      if (target) {
+        const said = target.querySelector(":scope > .msg-body > .msg-text")?.textContent || "";
+        const who = target.dataset.author === OWNER ? "your" : `${target.dataset.author}'s`;
+        node = h("a", { class: "ref", href: `#msg-${msgId}`, "data-ref": msgId, title: msgId }, `${who} “${firstWords(said)}”`);
+      }
+    }
+    if (!node) continue;
+    out.push(text.slice(last, m.index), node);
+    last = m.index + whole.length;
+  }
+  out.push(text.slice(last));
+  return out;
+}
+
 // A reply says what it answers in words ("re your request"); the message id is a detail,
 // shown on hover or keyboard focus like the bubble's own id (docs/REVIEW.md).
 const KIND_NOUNS = { say: "message", deliver: "delivery", refer: "referral" };
@@ -68,12 +107,14 @@ export function markMock(el) {
   el.querySelector(".msg-text").before(mockBadge());
 }
 
-/** A delivery is an answer: show the server's rendered Markdown of it (sanitised by nh3,
- * docs/REVIEW.md) in place of its plain text. Code blocks and tables get the answer's tools. */
+/** A delivery (an answer) or the owner's own message: show the server's rendered Markdown
+ * of it (sanitised by nh3, docs/REVIEW.md) in place of its plain text. Code blocks and
+ * tables get the answer's tools. */
 export function showRendered(el, msg, html) {
   const text = el.querySelector(":scope > .msg-body > .msg-text");
   if (!text || !html) return;
-  const rendered = renderedAnswer({ html, raw: msg.text, label: `${msg.author}'s answer ${msg.msg_id}` });
+  const label = msg.author === OWNER ? `your message ${msg.msg_id}` : `${msg.author}'s answer ${msg.msg_id}`;
+  const rendered = renderedAnswer({ html, raw: msg.text, label });
   text.classList.add("msg-md");
   text.replaceChildren(rendered.querySelector(".answer-md"));
 }
@@ -105,7 +146,7 @@ export function messageEl(msg, { members = [], onReply } = {}) {
       h("span", { class: "msg-id muted" }, msg.msg_id),
       msg.ts ? h("time", { class: "muted", datetime: msg.ts }, fmtTime(msg.ts)) : null),
     msg.mock ? mockBadge() : null,
-    h("div", { class: "msg-text" }, textWithMentions(msg.text, members)),
+    h("div", { class: "msg-text" }, msg.author === HARNESS ? harnessWords(msg.text) : textWithMentions(msg.text, members)),
     // A delivery is an answer: it copies like one on the review card (answers.js).
     msg.kind === "deliver" ? h("div", { class: "answer-tools" }, copyButton(msg.text, `Copy ${msg.author}'s answer ${msg.msg_id}`)) : null,
     // A group, so its label is allowed (axe: aria-prohibited-attr on a bare div).

@@ -4,6 +4,7 @@
 // waits for the owner. Both pages (the flock, a nest) draw them from the same events:
 // decision.opened / decision.closed and verdict.
 
+import { ask } from "./dialog.js";
 import { h, $, plural, reasonField } from "./dom.js";
 import { post } from "./api.js";
 import { crowAvatar } from "./crow_art.js";
@@ -43,11 +44,13 @@ function tick() {
 // Approve / Reject for a chat delivery waiting for the owner, in the room and on the flock
 // page alike: both buttons wait while the verdict is in flight. Reject stays one click; the
 // optional reason beside it goes with the rejection (kept with the verdict, said in the room).
-function deliveryVerdictButtons(msgId) {
-  const reason = reasonField(`delivery ${msgId}`);
+function deliveryVerdictButtons(msgId, crow = "") {
+  const whose = crow ? `${crow}'s delivery` : "delivery";
+  const reason = reasonField(`${whose} ${msgId}`);
+  // Each button names its crow: a screen reader hears "Approve Soot's delivery todo-5".
   const buttons = [true, false].map((approve) => h("button", {
     type: "button", class: `btn ${approve ? "approve" : "reject"}`,
-    "aria-label": `${approve ? "Approve" : "Reject"} delivery ${msgId}`, onclick: () => send(approve),
+    "aria-label": `${approve ? "Approve" : "Reject"} ${whose} ${msgId}`, onclick: () => send(approve),
   }, approve ? "Approve" : "Reject"));
   async function send(approve) {
     for (const b of buttons) b.disabled = true;
@@ -72,8 +75,11 @@ function overruleButton(msgId, author) {
     "aria-label": `Overrule ${author}'s auto-approved delivery ${msgId}`, onclick: overrule,
   }, "Overrule…");
   async function overrule() {
-    const reason = window.prompt(
-      `Overrule ${author}'s auto-approved delivery ${msgId}? ${author} is demoted as for a rejection.\n\nWhy? (optional)`, "");
+    const reason = await ask({
+      title: `Overrule ${author}'s delivery ${msgId}?`,
+      message: `It was approved without you because ${author} is trusted. Overruling it demotes ${author} as a rejection would.`,
+      confirm: `Overrule ${author}`, input: "Why? (optional)", danger: true,
+    });
     if (reason === null) return;
     button.disabled = true;
     try {
@@ -144,7 +150,15 @@ export class DecisionBoard {
 
   async answer(d, answer, buttons) {
     // Retiring is for good (the crow leaves the flock): one confirmation first.
-    if (answer === "retire" && !window.confirm(`Retire ${d.crow || d.subject} for good? It leaves every room and cannot come back.`)) return;
+    if (answer === "retire") {
+      const who = d.crow || d.subject;
+      const sure = await ask({
+        title: `Retire ${who} for good?`, message: `${who} leaves every room and cannot come back.`,
+        confirm: `Retire ${who}`, cancel: `Keep ${who} for now`, danger: true,
+        returnTo: buttons.find((b) => b.classList.contains("keep-btn")) || null,
+      });
+      if (!sure) return;
+    }
     for (const b of buttons) b.disabled = true;
     // The card these buttons are on: the review desk shows copies of a decision without
     // the id (#decision-<id> belongs to the nest and flock pages' board).
@@ -168,8 +182,8 @@ export class DecisionBoard {
   card(d) {
     const deadline = Date.parse(d.deadline);
     const buttons = [];
-    const button = (cls, label, answer, title) => {
-      const b = h("button", { type: "button", class: `btn ${cls}`, title, onclick: () => this.answer(d, answer, buttons) }, label);
+    const button = (cls, label, answer, title, aria = null) => {
+      const b = h("button", { type: "button", class: `btn ${cls}`, title, "aria-label": aria, onclick: () => this.answer(d, answer, buttons) }, label);
       buttons.push(b);
       return b;
     };
@@ -178,8 +192,9 @@ export class DecisionBoard {
       d.msg_id ? `flag ${d.msg_id}` : `#${d.nest_id}`) : null;
     const actions = d.phrase
       ? [button("approve phrase-btn", `“${d.phrase}”`, d.phrase, "Say the exact phrase: this is the only yes"),
-        d.kind === "quarantine" ? button("reject retire-btn", "Retire", "retire", `Retire ${d.crow} for good`) : null,
-        button("ghost keep-btn", d.kind === "quarantine" ? "Keep quarantined" : "No", "no", "Anything but the phrase is a no")]
+        d.kind === "quarantine" ? button("reject retire-btn", "Retire", "retire", `Retire ${d.crow} for good`, `Retire ${d.crow}`) : null,
+        button("ghost keep-btn", d.kind === "quarantine" ? "Keep quarantined" : "No", "no", "Anything but the phrase is a no",
+          d.kind === "quarantine" ? `Keep ${d.crow} quarantined` : `No to ${d.crow || d.subject}`)]
       : (d.options || []).map((o) => button("ghost option-btn", o, o, `Pick ${o}`));
     return h("article", {
       class: "decision", id: `decision-${d.decision_id}`, role: "group",
@@ -260,7 +275,7 @@ export class DeliveryApprovals {
     const deadline = this.pending.get(msgId);
     body.append(h("div", { class: "delivery-approval approval", role: "group", "aria-label": `Approve delivery ${msgId}` },
       h("span", { class: "approval-q" }, h("strong", {}, "Waiting for you"), " · keep this delivery?"),
-      h("span", { class: "approval-actions" }, ...deliveryVerdictButtons(msgId), failSafeCountdown(deadline))));
+      h("span", { class: "approval-actions" }, ...deliveryVerdictButtons(msgId, msg.dataset.author), failSafeCountdown(deadline))));
   }
 
   /** A message was drawn (replay or live): hang its bar or verdict on it. */
@@ -305,7 +320,7 @@ export class PendingDeliveries {
       h("span", { class: "approval-q" }, p.crow ? crowAvatar(p.crow, 18) : null, " ",
         h("strong", {}, p.crow || "A crow"), "'s delivery ",
         h("a", { href: `/nests/${encodeURIComponent(p.nest_id)}#msg-${msgId}` }, msgId), ` in #${p.nest_id}`),
-      h("span", { class: "approval-actions" }, ...deliveryVerdictButtons(msgId), failSafeCountdown(p.deadline)));
+      h("span", { class: "approval-actions" }, ...deliveryVerdictButtons(msgId, p.crow), failSafeCountdown(p.deadline)));
     }));
     this.box.hidden = this.pending.size === 0;
     if (this.onChange) this.onChange(this.pending.size);

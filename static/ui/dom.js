@@ -73,6 +73,23 @@ export function fmtTime(ts) {
   return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
 }
 
+/** A moment in the owner's own time, from now: "in 8 min, at 9:41", "3 min ago, at 9:30",
+ * "in 2 h 5 min, at 14:03"; more than a day away, with its date. */
+export function whenWords(when) {
+  const ms = typeof when === "number" ? when : Date.parse(when);
+  if (!Number.isFinite(ms)) return "";
+  const moment = new Date(ms);
+  const mins = Math.round((ms - Date.now()) / 60000);
+  const far = Math.abs(mins) >= 24 * 60;
+  const at = far
+    ? moment.toLocaleString([], { month: "short", day: "numeric", hour: "numeric", minute: "2-digit" })
+    : moment.toLocaleTimeString([], { hour: "numeric", minute: "2-digit" });
+  const span = (m) => (m >= 60 ? `${Math.floor(m / 60)} h${m % 60 ? ` ${m % 60} min` : ""}` : `${m} min`);
+  if (mins === 0) return `now, at ${at}`;
+  if (far) return `${mins > 0 ? "on" : "since"} ${at}`;
+  return mins > 0 ? `in ${span(mins)}, at ${at}` : `${span(-mins)} ago, at ${at}`;
+}
+
 export function plural(n, one, many = `${one}s`) {
   return `${n} ${n === 1 ? one : many}`;
 }

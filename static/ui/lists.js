@@ -2,6 +2,7 @@
 // events into plain objects, and renderList draws one list as a card (the flock page) or
 // as a report (a finished list, /lists/<id>).
 
+import { ask } from "./dialog.js";
 import { h, fmtTokens, fmtClock, fmtTime, plural, reasonField } from "./dom.js";
 import { crowAvatar } from "./crow_art.js";
 import { renderedAnswer, term } from "./answers.js";
@@ -458,7 +459,13 @@ export class ListStates {
  * item with a note: the same on the flock page and the report. */
 export const ownerHandlers = {
   onOverrule: async (item) => {
-    const reason = window.prompt(`Overrule the auto-approved answer to item ${item.n}? The crows who gave it are demoted as for a rejection.\n\nWhy? (optional)`, "");
+    const crows = [...new Set(item.answerCrows || [])];
+    const who = crows.length ? crows.join(" and ") : "the crows who gave it";
+    const reason = await ask({
+      title: `Overrule the answer to item ${item.n}?`,
+      message: `It was approved without you because ${who} ${crows.length === 1 ? "is" : "are"} trusted. Overruling it demotes ${crows.length === 1 ? crows[0] : "them"} as a rejection would.`,
+      confirm: `Overrule ${crows.length ? who : "the answer"}`, input: "Why? (optional)", danger: true,
+    });
     if (reason === null) return;
     try {
       await post("/api/verdicts", { item_id: item.item_id, target: "output", overrule: true, ...(reason.trim() ? { reason: reason.trim() } : {}) });

@@ -6,6 +6,7 @@
 // Keyboard (inside the queue): j/k move, a approves, r rejects (asks for a reason),
 // e edits the answer, ? shows the keys. After a verdict, focus moves to the next card.
 
+import { ask } from "./dialog.js";
 import { h, $, $$, append, plural } from "./dom.js";
 import { post } from "./api.js";
 import { toast, announce, messageOf } from "./notify.js";
@@ -34,6 +35,14 @@ function planBlock(plan) {
     plan.subtasks && plan.subtasks.length ? h("ol", { class: "subtasks" }, plan.subtasks.map((s) => h("li", {}, s))) : null);
 }
 
+/** Whose work a card judges, for its buttons' names: "Soot's answer", "the flock's triage call". */
+function whose(card) {
+  if (card.kind === "triage") return "the flock's triage call";
+  const crows = [...new Set((card.crows && card.crows.length ? card.crows : card.holders || []).filter((c) => c !== "flock"))];
+  const what = card.kind === "delivery" ? "delivery" : "answer";
+  return crows.length ? `${crows.join(" and ")}'s ${what}` : `the ${what}`;
+}
+
 export class ReviewQueue {
   /**
    * @param {HTMLElement} box
@@ -59,7 +68,8 @@ export class ReviewQueue {
     this.help = h("div", { class: "review-keys", id: `review-keys-${Math.random().toString(36).slice(2, 8)}`, hidden: true },
       h("h3", {}, "Keys"),
       h("dl", {}, KEYS.map(([k, what]) => [h("dt", {}, h("kbd", {}, k)), h("dd", {}, what)])));
-    this.empty = h("p", { class: "empty review-empty" }, "Nothing is waiting for you.");
+    // "Nothing is waiting" only once the queue has been read: until then it says it is reading.
+    this.empty = h("p", { class: "empty review-empty", dataset: { state: "loading" } }, "Reading what waits for you…");
     box.replaceChildren(
       h("div", { class: "review-bar" }, this.countEl, this.allButton,
         h("button", { type: "button", class: "btn ghost small", "aria-expanded": "false",
@@ -105,6 +115,10 @@ export class ReviewQueue {
       if (caret) active.setSelectionRange(...caret);
     }
     this.empty.hidden = cards.length > 0;
+    if (this.empty.dataset.state === "loading") {
+      this.empty.dataset.state = "empty";
+      this.empty.textContent = "Nothing is waiting for you.";
+    }
     this.allButton.hidden = !cards.some((c) => c.kind !== "decision");
     this.countEl.textContent = plural(cards.length, "card") + " waiting";
     if (this.onCount) this.onCount(cards.length);
@@ -242,9 +256,9 @@ export class ReviewQueue {
             c === "flock" ? term("flock", "the flock") : h("a", { href: `/crows/${encodeURIComponent(c)}` }, c))))
         : null,
       h("div", { class: "review-actions" },
-        button("approve", "Approve", `Approve: ${short}`, () => this.verdict(card, true)),
-        button("reject", "Reject…", `Reject with a reason: ${short}`, () => this.openForm(card, "reject")),
-        card.kind !== "triage" ? button("ghost", "Edit…", `Edit and approve: ${short}`, () => this.openForm(card, "edit")) : null),
+        button("approve", "Approve", `Approve ${whose(card)}: ${short}`, () => this.verdict(card, true)),
+        button("reject", "Reject…", `Reject ${whose(card)} with a reason: ${short}`, () => this.openForm(card, "reject")),
+        card.kind !== "triage" ? button("ghost", "Edit…", `Edit and approve ${whose(card)}: ${short}`, () => this.openForm(card, "edit")) : null),
       this.form(card, "reject"),
       card.kind !== "triage" ? this.form(card, "edit") : null,
       error]);
@@ -328,7 +342,12 @@ export class ReviewQueue {
   async approveAll() {
     const shown = this.cards.filter((c) => c.kind !== "decision");
     if (!shown.length) return;
-    if (!window.confirm(`Approve all ${plural(shown.length, "card")} shown? Decisions are left for you to answer one by one.`)) return;
+    const sure = await ask({
+      title: `Approve all ${plural(shown.length, "card")} shown?`,
+      message: "Decisions are left for you to answer one by one.",
+      confirm: `Approve ${plural(shown.length, "card")}`, returnTo: this.allButton,
+    });
+    if (!sure) return;
     let ok = 0;
     for (const card of shown) if (await this.verdict(card, true, { bulk: true })) ok += 1;
     toast(`Approved ${ok} of ${shown.length}.`, ok === shown.length ? "good" : "error");

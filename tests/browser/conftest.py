@@ -100,7 +100,8 @@ def console() -> ConsoleWatch:
 def open_page(browser: Browser, console: ConsoleWatch) -> Iterator[Callable[..., Page]]:
     """`open_page(url, viewport=LAPTOP)`: a fresh browser context on that page, returned
     once its stream is live (`wait="live"`), once the network is quiet (`"idle"`: a page
-    with no stream of its own), or whichever the page has (`"auto"`)."""
+    with no stream of its own; one with a stream never goes quiet, since the browser's
+    shared stream stays open), or whichever the page has (`"auto"`)."""
     contexts = []
 
     def make(

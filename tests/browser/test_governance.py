@@ -62,6 +62,9 @@ def test_a_breach_shows_a_flag_and_a_card_and_one_click_reinstates(governed, ope
     # It refers to Rook's offending message: in words, with the id as the hover detail.
     expect(flag.locator(".ref")).to_have_text("↩ re Rook's message todo-2")
     expect(flag.locator(".ref .ref-id")).to_have_text("todo-2")
+    # The decision waits folded in the cards bar above the conversation; the bar opens it.
+    expect(nest.locator("#cards-bar")).to_contain_text("1 decision for you")
+    nest.click("#cards-bar")
     expect(nest.locator('#decisions .decision[data-crow="Rook"]')).to_be_visible()
     rook_dm = nest.locator('#dm-rooms a[href="/nests/dm-rook"]')
     expect(rook_dm).to_contain_text("caged")
@@ -127,8 +130,13 @@ def test_a_trusted_crows_auto_delivery_can_be_overruled_from_the_room(flock, ope
     delivery = page.locator(".msg.kind-deliver[data-author=Pepper]").first
     expect(delivery).to_be_visible(timeout=30_000)
     expect(delivery.locator(".verdict-auto")).to_contain_text("auto (trusted)")
-    page.once("dialog", lambda dialog: dialog.accept("The poem is about snow."))
+    # An in-page dialog asks why (optional), naming the crow; focus returns to the room.
     delivery.locator(".overrule-btn").click()
+    dialog = page.locator("dialog.crows-dialog[open]")
+    expect(dialog).to_contain_text("Overrule Pepper's delivery")
+    dialog.locator("textarea").fill("The poem is about snow.")
+    dialog.get_by_role("button", name="Overrule Pepper").click()
+    expect(dialog).to_have_count(0)
     expect(delivery).to_have_attribute("data-verdict", "overruled")
     expect(delivery.locator(".verdict-overruled")).to_contain_text("overruled by you")
     expect(page.locator(".msg[data-author=harness]").last).to_contain_text("The poem is about snow.")
@@ -167,8 +175,8 @@ def test_a_crow_kept_quarantined_is_reinstated_from_its_page(governed, open_page
     button = page.locator("#crow-reinstate")
     expect(button).to_be_visible()  # live, from decision.closed
     expect(page.locator("#crow-chips")).to_contain_text("quarantined: kept caged")
-    page.once("dialog", lambda dialog: dialog.accept())
     button.click()
+    page.locator("dialog.crows-dialog[open]").get_by_role("button", name="Reinstate Rook").click()
     expect(page.locator("#crow-chips .chip").first).to_have_text("active")
     crows = {c["name"]: c for c in governed.get("/api/crows").json()}
     assert crows["Rook"]["status"] == "active"
@@ -191,13 +199,19 @@ def test_retiring_from_a_decision_card_asks_first(governed, open_page) -> None:
     page = open_page(governed.url + "/")
     card = page.locator('#decisions .decision[data-crow="Rook"]')
     expect(card).to_be_visible(timeout=30_000)
-    asked: list[str] = []
-    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
-    card.locator(".retire-btn").click()
-    expect(card).to_be_visible()  # dismissed: nothing was sent
-    assert asked and "for good" in asked[0]
+    # The buttons name their crow for assistive technology.
+    retire = card.get_by_role("button", name="Retire Rook")
+    expect(card.get_by_role("button", name="Keep Rook quarantined")).to_be_visible()
+    retire.click()
+    dialog = page.locator("dialog.crows-dialog[open]")
+    expect(dialog).to_contain_text("Retire Rook for good?")
+    # Esc (or Cancel) sends nothing, and focus goes back to the button that asked.
+    page.keyboard.press("Escape")
+    expect(dialog).to_have_count(0)
+    expect(card).to_be_visible()
+    expect(retire).to_be_focused()
     assert {c["name"]: c["status"] for c in governed.get("/api/crows").json()}["Rook"] == "quarantined"
-    page.once("dialog", lambda dialog: dialog.accept())
-    card.locator(".retire-btn").click()
+    retire.click()
+    page.locator("dialog.crows-dialog[open]").get_by_role("button", name="Retire Rook").click()
     expect(card).to_have_count(0, timeout=15_000)
     assert "Rook" not in {c["name"] for c in governed.get("/api/crows").json()}

@@ -50,7 +50,9 @@ def test_crow_and_trust_pages(flock, open_page) -> None:
 def test_the_flock_is_keyboard_reachable(flock, open_page) -> None:
     page = open_page(flock.url + "/")
     page.keyboard.press("Tab")
-    expect(page.locator(".skip-link")).to_be_focused()
+    expect(page.get_by_role("link", name="Skip to the new list")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
     page.keyboard.press("Enter")
     # From the skip link, Tab walks the crows on the wire, each a link to its page.
     page.keyboard.press("Tab")

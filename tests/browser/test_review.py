@@ -156,8 +156,11 @@ def test_an_auto_approved_answer_is_overruled_and_the_crow_drops_a_level(flock, 
     item = state["items"][0]
     crow, task_type = item["crows"][0], item["task_type"]
     page = open_page(f"{flock.url}/lists/{list_id}")
-    page.once("dialog", lambda dialog: dialog.accept("It rhymes; haiku do not."))
     page.click(".overrule-btn")
+    dialog = page.locator("dialog.crows-dialog[open]")
+    expect(dialog).to_contain_text(crow)  # it names the crow it demotes
+    dialog.locator("textarea").fill("It rhymes; haiku do not.")
+    dialog.locator("button[type=submit]").click()
     expect(page.locator(".item-overruled")).to_be_visible()
     expect(page.locator(".owner-reasons")).to_contain_text("It rhymes")
     trust = flock.get("/api/trust").json()
@@ -258,16 +261,12 @@ def test_approve_all_shown_takes_one_confirmation(flock, open_page) -> None:
     page = open_page(flock.url + "/review")
     list_id = post_list(flock, FIVE[:3])
     expect(page.locator(".review-triage")).to_have_count(3, timeout=40_000)
-    dialogs: list[str] = []
-
-    def accept(dialog) -> None:
-        dialogs.append(dialog.message)
-        dialog.accept()
-
-    page.on("dialog", accept)
     page.get_by_role("button", name="Approve all shown").click()
+    dialog = page.locator("dialog.crows-dialog[open]")
+    expect(dialog).to_contain_text("Approve all 3 cards shown?")
+    dialog.get_by_role("button", name="Approve 3 cards").click()
     expect(page.locator(".review-triage")).to_have_count(0)
-    assert len(dialogs) == 1 and "Approve all 3 cards" in dialogs[0]
+    expect(page.locator("dialog")).to_have_count(0)
     verdicts = [v for i in flock.get(f"/api/lists/{list_id}").json()["items"] for v in i["verdicts"]]
     assert [(v["target"], v["verdict"]) for v in verdicts] == [("triage", "approved")] * 3
 

@@ -143,6 +143,38 @@ def test_a_crow_or_owner_strike_pranks_no_list(settings, capture_events):
     assert events.names() == []
 
 
+def test_the_owners_eleventh_list_in_a_minute_is_taken_and_nobody_is_pranked(settings, capture_events):
+    settings.CROWS_LIST_RATE_PER_MIN = 10
+    with capture_events() as events:
+        for i in range(11):
+            response = _post(Client(), {"text": f"milk {i}", "requester": "owner"})
+            assert response.status_code == 202, response.json()
+    assert "requester.pranked" not in events.names()
+    # A requester's eleventh is still pranked.
+    for i in range(10):
+        post_list(f"eggs {i}", requester="mallory")
+    with capture_events() as events:
+        response = _post(Client(), {"text": "one more", "requester": "mallory"})
+    assert response.status_code == 429
+    assert set(events.names()) == {"requester.pranked"}
+
+
+def test_over_the_owners_own_limit_a_plain_429_with_no_strike_or_prank(settings, capture_events):
+    from trust.actions.strikes import PRANKS, owner_limit
+    from trust.models import Strike
+
+    settings.CROWS_LIST_RATE_PER_MIN = 1
+    for i in range(owner_limit("list")):
+        post_list(f"milk {i}", requester="owner")
+    with capture_events() as events:
+        response = _post(Client(), {"text": "one too many", "requester": "owner"})
+    assert response.status_code == 429
+    body = response.json()
+    assert "the most one minute takes" in body["message"] and 1 <= body["cooldown_s"] <= 60
+    assert not any(p.split("{")[0] in body["message"] for p in PRANKS)
+    assert events.names() == [] and not Strike.objects.exists()
+
+
 def _post(client: Client, body: object, raw: str | None = None):
     data = raw if raw is not None else json.dumps(body)
     # CONTENT_TYPE too: Django's test client drops the header for an empty body, and the

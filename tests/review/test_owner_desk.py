@@ -237,7 +237,9 @@ def test_only_auto_answers_can_be_overruled():
 # --- crows and brains from the page -----------------------------------------------------
 
 
-def test_patch_crow_changes_the_model_through_update_crow(capture_events):
+def test_patch_crow_changes_the_model_through_update_crow(capture_events, settings):
+    settings.CROWS_OPENAI_API_KEY = "sk-test"
+    settings.CROWS_ANTHROPIC_API_KEY = "sk-ant-test"
     client = Client()
     with capture_events() as events:
         response = client.patch("/api/crows/pepper", json.dumps({"model": "openai:gpt-4o-mini"}),
@@ -258,6 +260,33 @@ def test_patch_crow_changes_the_model_through_update_crow(capture_events):
     response = client.patch("/api/crows/Pepper", json.dumps({"model": ""}), content_type="application/json")
     assert response.status_code == 200 and Crow.objects.get(name="Pepper").model == ""
     assert response.json()["pinned"] is False
+
+
+def test_saving_a_model_no_key_can_call_warns_and_is_refused_unless_confirmed(settings, capture_events):
+    settings.CROWS_OPENAI_API_KEY = ""
+    settings.CROWS_OPENAI_BASE_URL = ""
+    client = Client()
+    with capture_events() as events:
+        response = client.patch("/api/crows/Pepper", json.dumps({"model": "openai:gpt-4o-mini"}),
+                                content_type="application/json")
+    assert response.status_code == 409
+    message = response.json()["message"]
+    assert "openai:gpt-4o-mini cannot be called yet: no OpenAI key" in message and "confirm: true" in message
+    assert events.names() == [] and Crow.objects.get(name="Pepper").model == ""
+    response = client.patch("/api/crows/Pepper", json.dumps({"model": "openai:gpt-4o-mini", "confirm": True}),
+                            content_type="application/json")
+    assert response.status_code == 200 and Crow.objects.get(name="Pepper").model == "openai:gpt-4o-mini"
+    # A local server's base URL is enough; the mock and "" never need a key.
+    settings.CROWS_OPENAI_BASE_URL = "http://127.0.0.1:11434/v1"
+    response = client.patch("/api/crows/Hugin", json.dumps({"model": "openai:llama3"}), content_type="application/json")
+    assert response.status_code == 200
+    for model in ("mock", ""):
+        response = client.patch("/api/crows/Hugin", json.dumps({"model": model}), content_type="application/json")
+        assert response.status_code == 200
+    response = client.patch("/api/crows/Hugin", json.dumps({"confirm": "yes"}), content_type="application/json")
+    assert response.status_code == 400 and "confirm" in response.json()["message"]
+    response = client.patch("/api/crows/Hugin", json.dumps({"confirm": True}), content_type="application/json")
+    assert response.status_code == 400 and "nothing to change" in response.json()["message"]
 
 
 def test_a_crow_pinned_to_the_default_model_says_so(settings):

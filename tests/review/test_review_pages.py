@@ -107,19 +107,27 @@ def test_brains_lists_the_default_and_each_crow():
     assert {c["name"] for c in body["crows"]} >= {"Pepper", "Sentry", "Elder"}
 
 
-def test_the_mock_banner_names_the_crows_still_on_the_mock_and_goes_when_none_are():
+def test_the_banner_names_the_crows_that_cannot_call_a_model_and_goes_when_all_can(settings):
     from flock.actions import update_crow
     from flock.queries import living_crows
 
+    settings.CROWS_OPENAI_API_KEY = "sk-test"
+    settings.CROWS_ANTHROPIC_API_KEY = ""
+    settings.CROWS_ANTHROPIC_BASE_URL = ""
     page = Client().get("/review").content.decode()
     assert 'id="mock-banner"' in page and "The crows think with the <strong>offline mock brain</strong>" in page
     crows = list(living_crows().values_list("name", flat=True))
     for name in crows[2:]:
         update_crow(name, by="owner", model="openai:gpt-test")
     page = Client().get("/review").content.decode()
-    assert f"2 of {len(crows)} crows think with the <strong>offline mock brain</strong> ({crows[0]}, {crows[1]})" in page
-    for name in crows[:2]:
-        update_crow(name, by="owner", model="anthropic:claude-test")
+    assert f"{len(crows) - 2} of {len(crows)} crows can really call a model" in page
+    assert f"2 of {len(crows)} cannot: {crows[0]}, {crows[1]} (the offline mock: no model is called)" in page
+    # A provider with no key is no real model either: the banner says what to set.
+    update_crow(crows[0], by="owner", model="anthropic:claude-test")
+    page = Client().get("/review").content.decode()
+    assert f"{crows[0]} (no Anthropic key: set CROWS_ANTHROPIC_API_KEY or ANTHROPIC_API_KEY" in page
+    settings.CROWS_ANTHROPIC_API_KEY = "sk-ant-test"
+    update_crow(crows[1], by="owner", model="anthropic:claude-test")
     assert 'id="mock-banner"' not in Client().get("/review").content.decode()
 
 

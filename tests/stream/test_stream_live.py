@@ -249,3 +249,24 @@ def test_replayed_events_carry_the_same_data_as_live_ones(server):
         replay.close()
     assert again.id == seen.id and again.event == seen.event
     assert again.data == seen.data and again.data["text"] == text
+
+
+def test_replay_only_sends_the_rooms_backlog_then_says_where_it_ended_and_closes(server):
+    post(server, 3)
+    post(server, 2, nest="todo", author="Hugin")
+    last = server.get("/api/state").json()["last_event_id"]
+    with httpx.Client(timeout=10) as client:
+        body = client.get(f"{server.url}/api/events?nest_id=todo&since=0&replay=1").text
+    frames = [block for block in body.split("\n\n") if "event:" in block]
+    assert [f.split("event: ")[1].split("\n")[0] for f in frames] == ["nest.message"] * 5 + ["stream.replayed"]
+    assert frames[-1].endswith(f'data: {{"upto":{last}}}')
+    cursor = int(frames[1].split("id: ")[1].split("\n")[0])
+    with httpx.Client(timeout=10) as client:
+        after = client.get(f"{server.url}/api/events?nest_id=todo&since={cursor}&replay=1").text
+    assert after.count("event: nest.message") == 3
+
+
+def test_replay_takes_only_one_or_zero(server):
+    r = httpx.get(f"{server.url}/api/events?replay=yes", timeout=10)
+    assert r.status_code == 400
+    assert "replay" in r.json()["message"]

@@ -1,10 +1,15 @@
 """Rate limits and pranks (docs/LISTS.md).
 
-A poster over its rate in a rolling minute gets a strike: a 429 with a playful message
-and a cooldown that starts at CROWS_PRANK_COOLDOWN_S and doubles with each further strike
-within a day. While cooling down every post is refused with the time left. The strike
-is committed before the refusal is raised, so the ledger keeps it even though the post
-itself is not stored.
+A requester or crow over its rate in a rolling minute gets a strike: a 429 with a playful
+message and a cooldown that starts at CROWS_PRANK_COOLDOWN_S and doubles with each further
+strike within a day. While cooling down every post is refused with the time left. The
+strike is committed before the refusal is raised, so the ledger keeps it even though the
+post itself is not stored.
+
+The owner is never pranked: pranks are for requesters who flood the flock, and the owner
+runs it. The owner's own limit (OWNER_LIST_RATE_FACTOR times the list rate, the nest rate
+for nest posts) only guards against a runaway script: over it, a plain 429 says how many
+posts the minute holds and when the next one fits, with no strike and no cooldown.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ def poster_key(*, requester: str = "", crow: str = "", owner: bool = False) -> s
     """Strike keys keep requesters, crows and the owner apart: a requester named "Pepper"
     never shares strikes with the crow Pepper."""
     if owner:
-        return "owner"
+        return OWNER_KEY
     if crow:
         return f"crow:{crow}"
     return f"requester:{requester}"
@@ -54,6 +59,35 @@ def poster_key(*, requester: str = "", crow: str = "", owner: bool = False) -> s
 
 def _limit(kind: Kind) -> int:
     return settings.CROWS_LIST_RATE_PER_MIN if kind == "list" else settings.CROWS_NEST_POST_RATE_PER_MIN
+
+
+# The owner's lists in a rolling minute: this many times a requester's. A person sending
+# lists by hand never reaches it; a script stuck in a loop does.
+OWNER_LIST_RATE_FACTOR = 6
+OWNER_KEY = "owner"
+
+
+def owner_limit(kind: Kind) -> int:
+    return _limit(kind) * OWNER_LIST_RATE_FACTOR if kind == "list" else _limit(kind)
+
+
+def _admit_owner(kind: Kind) -> None:
+    """The owner's post: counted, or refused with a plain 429 (no strike, no prank)."""
+    what = "lists" if kind == "list" else "messages"
+    with transaction.atomic():
+        lock_or_create(Poster, key=OWNER_KEY)
+        now = timezone.now()
+        window = Post.objects.filter(key=OWNER_KEY, kind=kind, at__gt=now - timedelta(minutes=1))
+        limit = owner_limit(kind)
+        if window.count() < limit:
+            Post.objects.create(key=OWNER_KEY, kind=kind, at=now)
+            return
+        oldest = window.order_by("at").values_list("at", flat=True).first()
+        wait = max(1, int(((oldest or now) + timedelta(minutes=1) - now).total_seconds() + 0.999))
+    raise RateLimited(
+        f"You sent {limit} {what} in the last minute, the most one minute takes. The next one fits in {wait} s.",
+        cooldown_s=wait,
+    )
 
 
 # A cooldown doubles with each strike within a day (docs/LISTS.md, 429), up to a day: strikes
@@ -76,7 +110,10 @@ def admit_post(key: str, *, kind: Kind) -> None:
     with the minute still full, is over the rate again and earns the next, doubled strike.
 
     Call it in its own transaction before the post's action, so the refusal and the post
-    never share a rollback."""
+    never share a rollback. The owner's posts go by the owner's own limit (module docstring)."""
+    if key == OWNER_KEY:
+        _admit_owner(kind)
+        return
     refusal: RateLimited | None = None
     with transaction.atomic():
         # The poster's row serialises its admissions; created on its first post.

@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from flock.errors import BadInput, NotFound
 from flock.events import emit, register_event_names
 from flock.models import Crow
+from flock.vocab import OWNER
 from nests.actions.lists.sorties import queue_planned
 from nests.actions.rooms import TODO_NEST
 from nests.models import Item, Nest, Sortie, TodoList
@@ -97,7 +98,8 @@ def post_list(text: Any, *, requester: Any, nest_id: Any = None) -> TodoList:
     items = split_items(text)
     requester = _check_requester(requester)
     nest = _find_nest(nest_id)
-    admit_post(poster_key(requester=requester), kind="list")
+    # The owner's own lists go by the owner's limit, never a requester's prank.
+    admit_post(poster_key(owner=requester == OWNER, requester=requester), kind="list")
 
     sentry = Crow.objects.filter(role=Crow.Role.SENTRY).values_list("name", flat=True).first() or "Sentry"
     for _ in range(5):

@@ -2,6 +2,7 @@
 // flights and whether it is caged. The page arrives with the crow's flights and trust
 // history; trust changes, flights and quarantine then arrive live from the event stream.
 
+import { ask } from "../dialog.js";
 import { $, h, uiConfig, fmtTokens, fmtTime } from "../dom.js";
 import { get, post, isMissingEndpoint } from "../api.js";
 import { Stream } from "../stream.js";
@@ -77,7 +78,11 @@ function drawHero() {
 
 async function reinstate(event) {
   const button = event.currentTarget;
-  if (!window.confirm(`Reinstate ${name}? It may post and be invoked again at once.`)) return;
+  const sure = await ask({
+    title: `Reinstate ${name}?`, message: `${name} may post and be invoked again at once.`,
+    confirm: `Reinstate ${name}`, cancel: `Keep ${name} caged`,
+  });
+  if (!sure) return;
   button.disabled = true;
   try {
     crow = await post(`/api/crows/${encodeURIComponent(name)}/reinstate`);

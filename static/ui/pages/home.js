@@ -5,7 +5,7 @@ import { get, post, ApiError } from "../api.js";
 import { Stream } from "../stream.js";
 import { FlockStage } from "../flock.js";
 import { inputsFor } from "../rive_inputs.js";
-import { ListBook, ListStates, ownerHandlers, renderList, startCountdowns } from "../lists.js";
+import { ListBook, ListStates, ownerHandlers, renderList, startCountdowns, listTitle } from "../lists.js";
 import { showFormError, clearFormError, toast, announce, messageOf } from "../notify.js";
 import { DecisionBoard, PendingDeliveries } from "../decisions.js";
 import { LEVEL_WORDS, OWNER } from "../vocab.js";
@@ -49,11 +49,46 @@ const states = new ListStates(ctx, (listId) => {
   if (list) drawList(list);
 });
 
+// Open lists show in full. A list already finished when the page opened is one line that
+// opens on a click (its card drawn then); one that finishes while the owner watches stays
+// in full until the next visit.
+const finishedLive = new Set();
+const openLines = new Set();
+
+function finishedLine(list) {
+  const items = list.items.size;
+  const first = [...list.items.values()].sort((a, b) => a.n - b.n)[0];
+  const words = first && first.text ? (first.text.length > 70 ? `${first.text.slice(0, 67)}…` : first.text) : "";
+  const line = h("details", {
+    class: "list-line", id: `list-${list.list_id}`, dataset: { listId: list.list_id }, open: openLines.has(list.list_id),
+  },
+  h("summary", {},
+    h("span", { class: "list-line-title" }, listTitle(list)),
+    words ? h("span", { class: "list-line-text" }, `“${words}”${items > 1 ? ` and ${plural(items - 1, "more")}` : ""}`) : null,
+    h("span", { class: "list-line-meta muted" },
+      `${list.nest_id ? `#${list.nest_id} · ` : ""}${plural(items, "item")}${list.requester && list.requester !== OWNER ? ` from ${list.requester}` : ""}`),
+    h("span", { class: "list-status is-finished" }, "finished")));
+  const fill = () => {
+    if (line.open && !line.querySelector(".list-card")) {
+      const card = renderList(list, ctx);
+      card.removeAttribute("id");
+      line.append(card);
+    }
+  };
+  line.addEventListener("toggle", () => {
+    if (line.open) openLines.add(list.list_id);
+    else openLines.delete(list.list_id);
+    fill();
+  });
+  fill();
+  return line;
+}
+
 function drawList(list) {
   const existing = document.getElementById(`list-${list.list_id}`);
   $("#lists-empty")?.remove();
   const redraw = () => {
-    const card = renderList(list, ctx);
+    const card = list.finished && !finishedLive.has(list.list_id) ? finishedLine(list) : renderList(list, ctx);
     if (existing) existing.replaceWith(card);
     else listsEl.prepend(card);
   };
@@ -132,6 +167,7 @@ function readDeadlines(state) {
 }
 
 function onEvent(event) {
+  if (event.name === "list.finished" && event.live) finishedLive.add(event.data.list_id);
   stage.apply(inputsFor(event.name, event.data), { live: event.live });
   board.apply(event);
   if (event.name === "verdict") chatDeliveries.verdict(event.data);
@@ -234,7 +270,23 @@ function setupComposer() {
   });
 }
 
+// The first-run step (a fresh install): shown once per browser, until the owner picks.
+const FIRST_RUN_KEY = "crows.first-run";
+function setupFirstRun() {
+  const box = $("#first-run");
+  if (!ui.first_run || localStorage.getItem(FIRST_RUN_KEY)) return;
+  box.hidden = false;
+  $("#first-run-connect").addEventListener("click", () => localStorage.setItem(FIRST_RUN_KEY, "connect"));
+  $("#first-run-offline").addEventListener("click", () => {
+    localStorage.setItem(FIRST_RUN_KEY, "offline");
+    box.hidden = true;
+    $("#list-text").focus();
+    toast("Offline it is: write a list, and the mock brain answers in the shape each task asks for.", "good");
+  });
+}
+
 async function main() {
+  setupFirstRun();
   setupComposer();
   startCountdowns();
   let state;
@@ -257,6 +309,13 @@ async function main() {
     liveAfter: state.last_event_id ?? 0,
     names: state.capabilities || [],
     onReconnect: () => { refreshDeadlinesSoon(); refreshChatDeliveriesSoon(); },
+    // Until the recent lists are read the page says so; "No lists yet" only when it knows.
+    onReady: () => {
+      const empty = $("#lists-empty");
+      if (!empty) return;
+      empty.dataset.state = "empty";
+      empty.textContent = "No lists yet. Write one on the left: the Sentry triages each line, the crows fly it, and you approve until they earn your trust.";
+    },
   }).onAny(onEvent).start();
 }
 

@@ -2,9 +2,9 @@
 // composer. Messages come from the nest's own event stream, which replays the room from
 // its first message, then follows it live.
 
-import { $, $$, h, uiConfig, fmtTokens } from "../dom.js";
+import { $, $$, h, uiConfig, fmtTokens, whenWords } from "../dom.js";
 import { get, post, isMissingEndpoint } from "../api.js";
-import { Stream } from "../stream.js";
+import { Stream, CROW_EVENTS } from "../stream.js";
 import { crowAvatar } from "../crow_art.js";
 import { messageEl, attachAnswer, markMock, MentionBox, taggedTitle, showRendered } from "../chat.js";
 import { showFormError, clearFormError, toast, messageOf } from "../notify.js";
@@ -23,8 +23,10 @@ let members = [];
 let crows = [];
 let roster = [];
 let replyTo = null;
+let currentNests = [];
+let waitingCards = 0; // the room's waiting review cards (the review queue counts them)
 let room = null;
-const board = new DecisionBoard($("#decisions"), { nestId });
+const board = new DecisionBoard($("#decisions"), { nestId, onChange: () => drawCardsBar() });
 const approvals = new DeliveryApprovals(nestId);
 const expectations = new ExpectationsPanel($("#expectations"), nestId);
 const debates = new DebatesPanel($("#debates"), nestId);
@@ -35,8 +37,47 @@ new ReviewQueue($("#review-inline"), {
   onCount: (n) => {
     $("#review-inline-panel").hidden = n === 0;
     $("#review-inline-n").textContent = String(n);
+    waitingCards = n;
+    drawCardsBar();
   },
 });
+
+// The cards bar: decisions and waiting cards folded into one line (how many, and the most
+// urgent deadline), so the conversation and the composer keep the screen. It opens on a
+// click, or Enter/Space on it, and stays as the owner left it while the tab lives.
+const CARDS_OPEN_KEY = `crows:cards-open:${nestId}`;
+function setCardsOpen(open) {
+  $("#cards-body").hidden = !open;
+  $("#cards-bar").setAttribute("aria-expanded", String(open));
+  $("#cards-bar-toggle").textContent = open ? "Hide" : "Show";
+  sessionStorage.setItem(CARDS_OPEN_KEY, open ? "1" : "");
+}
+function drawCardsBar() {
+  const decisions = board.open.size;
+  const total = decisions + waitingCards;
+  $("#desk-cards").hidden = total === 0;
+  if (!total) return;
+  const words = [decisions ? `${decisions} decision${decisions === 1 ? "" : "s"}` : "",
+    waitingCards ? `${waitingCards} waiting card${waitingCards === 1 ? "" : "s"}` : ""].filter(Boolean).join(" and ");
+  $("#cards-bar-count").textContent = `${words} for you`;
+  const deadlines = [...document.querySelectorAll("#cards-body [data-deadline]")].map((el) => Number(el.dataset.deadline)).filter(Number.isFinite);
+  const soonest = deadlines.length ? Math.min(...deadlines) : null;
+  $("#cards-bar-deadline").textContent = soonest ? `the most urgent fails safe ${whenWords(soonest)}` : "";
+}
+$("#cards-bar").addEventListener("click", () => setCardsOpen($("#cards-body").hidden));
+setCardsOpen(sessionStorage.getItem(CARDS_OPEN_KEY) === "1");
+setInterval(drawCardsBar, 30000);
+
+// The chat fills the window on a phone too (the rooms and the ledger come after it): its
+// height is the scrolling main's, measured, since a grid row cannot take it from CSS.
+function fitChat() {
+  const main = $("#main");
+  const style = getComputedStyle(main);
+  const inner = main.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom);
+  document.documentElement.style.setProperty("--chat-h", `${Math.max(320, Math.floor(inner))}px`);
+}
+fitChat();
+window.addEventListener("resize", fitChat);
 
 // The crow messages the offline mock brain wrote, as the server read them when the page
 // was made (nests/queries_review.py), up to message number `through`.
@@ -99,6 +140,11 @@ async function fetchRendered(msg, el) {
   if (found && found.html) showRendered(el, msg, found.html);
 }
 
+/** Whether rendering `text` as Markdown would change how it reads. */
+function looksMarked(text) {
+  return /https?:\/\/|[*_`~#>|]|^\s*([-+]|\d+[.)])\s|\[[^\]]*\]\(/m.test(text || "");
+}
+
 function nearBottom() {
   return list.scrollHeight - list.scrollTop - list.clientHeight < 120;
 }
@@ -108,15 +154,22 @@ function addMessage(msg, { live = false } = {}) {
   const probs = ui.kind_probs && ui.kind_probs[msg.msg_id];
   if (probs && !msg.probs) msg = { ...msg, probs };
   if (mockIds.has(msg.msg_id)) msg = { ...msg, mock: true };
-  if (msg.kind === "deliver" && deliveryHtml[msg.msg_id]) msg = { ...msg, html: deliveryHtml[msg.msg_id] };
+  if (deliveryHtml[msg.msg_id]) msg = { ...msg, html: deliveryHtml[msg.msg_id] };
   seen.set(msg.msg_id, msg);
-  const stick = nearBottom();
+  // The room's history (replayed at load) always lands at its newest message; a live one
+  // follows only an owner who is reading the bottom of the room.
+  const stick = !live || nearBottom();
   list.querySelector(".empty")?.remove();
   const el = messageEl(msg, { members, onReply: setReply });
   if (!msg.mock) checkMock(msg, el);
   if (live && msg.tagged_by && !msg.probs) fetchProbs(msg, el);
   // One made after the page (older ones past the rendered window stay plain text).
   if (msg.kind === "deliver" && !msg.html && (live || msgNumber(msg.msg_id) > mockThrough)) {
+    fetchRendered(msg, el);
+  }
+  // The owner's own words render as Markdown too, with bare links made links (the same
+  // server renderer): read when they hold anything Markdown or a URL would change.
+  if (msg.author === OWNER && !msg.html && looksMarked(msg.text) && (live || msgNumber(msg.msg_id) > mockThrough)) {
     fetchRendered(msg, el);
   }
   // The harness's summary of open expectations is addressed to you: it stands out.
@@ -127,7 +180,7 @@ function addMessage(msg, { live = false } = {}) {
     if (request) attachAnswer(request, msg);
   }
   approvals.drawn(msg.msg_id);
-  if (stick) list.scrollTop = list.scrollHeight;
+  if (stick) list.scrollTo({ top: list.scrollHeight, behavior: live ? "smooth" : "instant" });
 }
 
 function setReply(msg) {
@@ -162,7 +215,20 @@ function drawHeader(nests) {
   members = membersOf();
   $("#chat-members").replaceChildren(
     h("span", { class: "muted" }, nestId.startsWith("dm-") ? "Just you and " : "Members: "),
-    ...members.map((m) => h("a", { class: "member", href: `/crows/${encodeURIComponent(m)}` }, crowAvatar(m, 18), m)));
+    ...members.map((m) => h("a", { class: "member", href: `/crows/${encodeURIComponent(m)}` }, crowAvatar(m, 18), m,
+      isCaged(m) ? h("span", { class: "tiny-badge warn", dataset: { mark: "caged" } }, "caged") : null)));
+}
+
+function isCaged(name) {
+  const crow = crows.find((c) => c.name === name);
+  return Boolean(crow && crow.status === "quarantined");
+}
+
+// The composer suggests only crows that can answer: never a caged or retired one (GET
+// /api/crows lists no retired crow, so one missing from it is not suggested either).
+function suggestable() {
+  if (!crows.length) return members;
+  return members.filter((name) => crows.some((c) => c.name === name && c.status === "active"));
 }
 
 // The crows one can talk to: the Sentry and the Elder never chat (docs/CHATROOM.md), so
@@ -288,7 +354,7 @@ function setupComposer() {
     counter.textContent = used > max ? `${used} of ${max} characters: ${used - max} too many` : `${used} of ${max} characters`;
     counter.classList.toggle("over", used > max);
   });
-  const mentions = new MentionBox(ta, $("#mention-list"), () => members);
+  const mentions = new MentionBox(ta, $("#mention-list"), suggestable);
   ta.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey && !mentions.open && !e.isComposing) {
       e.preventDefault();
@@ -335,6 +401,21 @@ function setupNestForm() {
   });
 }
 
+function crowChanged(event) {
+  const d = event.data;
+  const c = crows.find((x) => x.name === d.crow);
+  if (c && event.name === "crow.quarantined") c.status = "quarantined";
+  if (c && event.name === "crow.reinstated") c.status = "active";
+  if (event.name === "crow.retired") crows = crows.filter((x) => x.name !== d.crow);
+  drawRooms(currentNests);
+  drawHeader(currentNests);
+  expectations.reload.soon();
+  refreshFlockSoon((fresh) => { currentNests = fresh; drawRooms(currentNests); drawHeader(currentNests); });
+  if (event.name === "crow.quarantined") toast(`${d.crow} is quarantined by the Sentry.`, "error");
+  else if (event.name === "crow.reinstated") toast(`${d.crow} is reinstated.`, "good");
+  else if (event.name === "crow.retired") toast(`${d.crow} retired from the flock.`, "info");
+}
+
 function jumpTo(msgId) {
   const el = document.getElementById(`msg-${msgId}`);
   if (!el) return;
@@ -347,7 +428,8 @@ function jumpTo(msgId) {
 async function main() {
   setupComposer();
   setupNestForm();
-  list.append(h("li", { class: "empty" }, "No messages yet. Say hello, or ask a crow for something with @."));
+  // Until the room's history is read the page says so; "No messages yet" only when it knows.
+  list.append(h("li", { class: "empty", dataset: { state: "loading" } }, "Reading the conversation…"));
   list.addEventListener("click", (e) => {
     const ref = e.target.closest("[data-ref]");
     if (!ref) return;
@@ -355,12 +437,11 @@ async function main() {
     jumpTo(ref.dataset.ref);
   });
   let state = { capabilities: [], last_event_id: 0 };
-  let nests = [];
   try {
     const [s, c, n] = await Promise.all([get("/api/state"), get("/api/crows"), get("/api/nests")]);
     state = s;
     crows = c;
-    nests = n.nests || [];
+    currentNests = n.nests || [];
     roster = n.roster || [];
   } catch (err) {
     toast(`Could not read the flock: ${messageOf(err)}`, "error");
@@ -370,11 +451,17 @@ async function main() {
   debates.load();
   board.load(state.open_decisions);
   approvals.load(state.pending_approvals);
-  drawRooms(nests);
-  drawHeader(nests);
+  drawRooms(currentNests);
+  drawHeader(currentNests);
   new Stream({
     params: { nest_id: nestId }, liveAfter: state.last_event_id ?? 0, names: state.capabilities || [],
     onReconnect: () => { refreshRoomSoon(); refreshPendingSoon(); },
+    onReady: () => {
+      const empty = list.querySelector(".empty");
+      if (!empty) return;
+      empty.dataset.state = "empty";
+      empty.textContent = "No messages yet. Say hello, or ask a crow for something with @.";
+    },
   })
     .on("nest.message", (event) => {
       addMessage(event.data, { live: event.live });
@@ -384,7 +471,7 @@ async function main() {
       if (event.live) { expectations.reload.soon(); debates.reload.soon(); }
       if (event.live && event.data.kind === "deliver") refreshPendingSoon();
       if (event.live && crows.some((c) => c.name === event.data.author && c.role === "chief_of_staff")) {
-        refreshFlockSoon((fresh) => { nests = fresh; drawRooms(nests); drawHeader(nests); });
+        refreshFlockSoon((fresh) => { currentNests = fresh; drawRooms(currentNests); drawHeader(currentNests); });
       }
     })
     .on("verdict", (event) => approvals.verdict(event.data))
@@ -393,16 +480,11 @@ async function main() {
       board.apply(event);
       expectations.apply(event);
       debates.apply(event);
-      if (["crow.quarantined", "crow.reinstated"].includes(event.name)) {
-        // The direct-chat list marks caged crows; keep it in step without a reload.
-        const c = crows.find((x) => x.name === event.data.crow);
-        if (c) c.status = event.name === "crow.quarantined" ? "quarantined" : "active";
-        drawRooms(nests);
-      }
-      if (event.live && ["crow.quarantined", "crow.reinstated"].includes(event.name)) {
-        toast(`${event.data.crow} ${event.name === "crow.quarantined" ? "is quarantined by the Sentry" : "is reinstated"}.`,
-          event.name === "crow.quarantined" ? "error" : "good");
-      }
+      // A crow caged, freed, retired, hatched or changed anywhere: every open nest page
+      // hears it (the shared stream gives every page the crow events) and draws the rooms,
+      // the members line and the expectations again. GET /api/crows, read when the page
+      // was made, already says where each crow stood, so a replayed one changes nothing.
+      if (event.live && CROW_EVENTS.includes(event.name)) crowChanged(event);
       if (event.name.startsWith("decision") || event.name.startsWith("nest.budget")) refreshRoomSoon();
     })
     .start();

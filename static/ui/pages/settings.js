@@ -3,16 +3,23 @@
 // latency, or the provider's error in plain words).
 
 import { $, h } from "../dom.js";
-import { api, get, post } from "../api.js";
+import { api, get, post, ApiError } from "../api.js";
+import { ask } from "../dialog.js";
 import { toast, messageOf } from "../notify.js";
 import { crowAvatar } from "../crow_art.js";
 
 function showResult(el, result, note) {
-  el.classList.toggle("ok", result.ok);
-  el.classList.toggle("bad", !result.ok);
   const which = note ? ` (${note})` : "";
+  // The mock connects to nothing: it says so in neutral words, never a green "Connected".
+  el.classList.toggle("ok", result.ok && !result.mock);
+  el.classList.toggle("bad", !result.ok);
+  el.classList.toggle("neutral", Boolean(result.ok && result.mock));
+  if (result.ok && result.mock) {
+    el.textContent = `offline mock: no model called${which}.`;
+    return;
+  }
   el.textContent = result.ok
-    ? `Connected: ${result.provider}:${result.model}${which} answered in ${Math.round(result.latency_ms)} ms${result.mock ? " (the offline mock brain: no model was called)" : ""}${result.note ? `; ${result.note}` : ""}.`
+    ? `Connected: ${result.provider}:${result.model}${which} answered in ${Math.round(result.latency_ms)} ms${result.note ? `; ${result.note}` : ""}.`
     : `Failed${which}: ${result.error}`;
 }
 
@@ -39,7 +46,7 @@ function row(crow, defaultBrain) {
     size: 26, spellcheck: "false", autocomplete: "off" });
   const error = h("p", { class: "form-error", role: "alert", hidden: true });
   const result = h("span", { class: "test-result", role: "status" });
-  const save = h("button", { type: "submit", class: "btn small" }, "Save");
+  const save = h("button", { type: "submit", class: "btn small", "aria-label": `Save ${crow.name}'s model` }, "Save");
   const testButton = h("button", { type: "button", class: "btn small ghost", "aria-label": `Test connection for ${crow.name}` }, "Test connection");
   const form = h("form", { class: "model-form", dataset: { crow: crow.name } },
     h("label", { for: id, class: "sr-only" }, `Model for ${crow.name}`), input, save, error);
@@ -47,8 +54,28 @@ function row(crow, defaultBrain) {
     e.preventDefault();
     error.hidden = true;
     save.disabled = true;
+    const model = input.value.trim();
+    const patch = (body) => api("PATCH", `/api/crows/${encodeURIComponent(crow.name)}`, body);
     try {
-      const updated = await api("PATCH", `/api/crows/${encodeURIComponent(crow.name)}`, { model: input.value.trim() });
+      let updated;
+      try {
+        updated = await patch({ model });
+      } catch (err) {
+        // A model no key can call yet: the server says why; saving it takes the owner's yes.
+        if (!(err instanceof ApiError) || err.status !== 409) throw err;
+        save.disabled = false; // focus comes back to it when the dialog closes
+        const yes = await ask({
+          title: `Save ${model} for ${crow.name} anyway?`,
+          message: `${messageOf(err).replace(/ Send confirm: true to save it anyway\.$/, "")}. Until then ${crow.name}'s flights fail.`,
+          confirm: `Save for ${crow.name} anyway`, cancel: "Keep the current model", returnTo: save,
+        });
+        if (!yes) {
+          error.textContent = messageOf(err).replace(/ Send confirm: true to save it anyway\.$/, "");
+          error.hidden = false;
+          return;
+        }
+        updated = await patch({ model, confirm: true });
+      }
       toast(`${crow.name} now thinks with ${updated.model}.`, "good");
       result.textContent = "";
       crow.model = updated.model;

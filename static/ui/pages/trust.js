@@ -11,6 +11,8 @@ import { toast, messageOf } from "../notify.js";
 
 let crows = [];
 const ui = uiConfig();
+// Retired crows keep their rows in the ledger; GET /api/crows no longer lists them.
+const retired = new Set(ui.retired || []);
 // The page arrives with every holder's trust history; live changes are added to it.
 const history = [];
 for (const [holder, entries] of Object.entries(ui.trust_history || {})) {
@@ -23,7 +25,11 @@ function holderCell(holder) {
       h("span", { class: "flock-mark", "aria-hidden": "true" }, crowAvatar("Sentry", 22), crowAvatar("Quill", 22), crowAvatar("Pepper", 22)),
       "the flock (triage)");
   }
-  return h("a", { class: "holder", href: `/crows/${encodeURIComponent(holder)}` }, crowAvatar(holder, 22), holder);
+  const crow = crows.find((c) => c.name === holder);
+  const mark = retired.has(holder) ? h("span", { class: "tiny-badge", dataset: { mark: "retired" } }, "retired")
+    : crow && crow.status === "quarantined" ? h("span", { class: "tiny-badge warn", dataset: { mark: "caged" } }, "caged")
+      : null;
+  return h("a", { class: "holder", href: `/crows/${encodeURIComponent(holder)}` }, crowAvatar(holder, 22), holder, mark ? " " : null, mark);
 }
 
 async function drawLedger() {
@@ -36,7 +42,7 @@ async function drawLedger() {
     return;
   }
   const types = [...new Set([...TASK_TYPES, ...ledger.rows.map((r) => r.task_type)])];
-  const holders = [...new Set(["flock", ...crows.map((c) => c.name), ...ledger.rows.map((r) => r.holder)])];
+  const holders = [...new Set(["flock", ...crows.map((c) => c.name), ...retired, ...ledger.rows.map((r) => r.holder)])];
   const cell = (holder, t) => {
     const row = ledger.rows.find((r) => r.holder === holder && r.task_type === t);
     if (!row) return h("td", {}, h("span", { class: "level level-none", title: "no verdicts yet: a stranger" }, "·"));
@@ -112,7 +118,8 @@ async function main() {
         const d = event.data;
         history.push({ holder: d.holder, task_type: d.task_type, from: d.from, to: d.to, t: Date.parse(d.ts) });
       }
-      if (!["trust.changed", "crow.landed", "verdict", "crow.quarantined", "crow.reinstated", "crow.hatched"].includes(event.name)) return;
+      if (event.name === "crow.retired") retired.add(event.data.crow);
+      if (!["trust.changed", "crow.landed", "verdict", "crow.quarantined", "crow.reinstated", "crow.hatched", "crow.retired"].includes(event.name)) return;
       clearTimeout(timer);
       timer = setTimeout(async () => {
         if (event.name.startsWith("crow.") && event.name !== "crow.landed") {
