@@ -47,7 +47,7 @@ def patch_crow(request: HttpRequest, name: IdParam, payload: CrowPatchIn) -> Cro
     """Change a crow through the same action the admin uses (`crow.updated`).
     `model: ""` puts the crow back on the default brain."""
     fields = payload.model_dump(exclude_unset=True)
-    confirmed = fields.pop("confirm", None)
+    confirmed = fields.pop("confirm", False)
     if any(v is None for v in fields.values()):
         raise BadInput(f"{', '.join(k for k, v in fields.items() if v is None)} cannot be null")
     if not fields:

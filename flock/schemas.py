@@ -219,7 +219,9 @@ def _crow_patch_document(schema: dict[str, Any]) -> None:
         "type": "boolean",
         "description": "true saves a model whose provider has no key or base URL (otherwise a 409 says why)",
     }
-    schema.update(additionalProperties=False, minProperties=1, properties=properties)
+    # At least one of the crow's own fields: `confirm` alone changes nothing.
+    changes = [{"type": "object", "required": [field]} for field in properties if field != "confirm"]
+    schema.update(additionalProperties=False, anyOf=changes, properties=properties)
 
 
 class CrowPatchIn(StrictIn):
@@ -238,7 +240,7 @@ class CrowPatchIn(StrictIn):
     voice: Annotated[StrictStr | None, says("voice must be a string, got {got}")] = None
     task_types: Annotated[list[StrictStr] | None, says("task_types must be a list of task type names")] = None
     # Not a field of the crow: the owner's yes to saving a model that cannot be called yet.
-    confirm: Annotated[StrictBool | None, says("confirm must be true or false, got {got}")] = None
+    confirm: Annotated[StrictBool, says("confirm must be true or false, got {got}")] = False
 
 
 def _brain_test_document(schema: dict[str, Any]) -> None:

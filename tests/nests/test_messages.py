@@ -258,11 +258,14 @@ def test_a_delivery_on_the_messages_page_carries_its_markdown_rendered_and_sanit
     by_id = {m["msg_id"]: m for m in page}
     html = by_id[delivered.msg_id]["html"]
     assert "<strong>Notes</strong>" in html and '<code class="language-python">' in html and "<script>" not in html
-    assert by_id[request.msg_id]["html"] == ""  # only deliveries are answers
-    # The nest page starts with the same rendering for its latest deliveries.
+    claim = next(m for m in page if m["kind"] == "claim")
+    assert claim["html"] == ""  # a crow's other messages are plain text
+    # The owner's own words render as Markdown too (docs/REVIEW.md).
+    assert by_id[request.msg_id]["html"] == "<p>@Hugin the notes, please</p>\n"
+    # The nest page starts with the same rendering for its latest deliveries and owner messages.
     from nests.queries_review import deliveries_rendered_in
 
-    assert deliveries_rendered_in("launch") == {delivered.msg_id: html}
+    assert deliveries_rendered_in("launch") == {request.msg_id: by_id[request.msg_id]["html"], delivered.msg_id: html}
 
 
 @pytest.mark.parametrize(
