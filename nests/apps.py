@@ -28,8 +28,13 @@ class NestsConfig(AppConfig):
         from nests.actions.retention import schedule_retention
 
         worker.on_start(schedule_retention)
+        # The chat core queues its tasks through hooks, so it never imports them (they run it).
+        from nests import tasks_chat
+        from nests.actions.chat import queue
+
+        queue.wire(invoke=tasks_chat.enqueue_invocation, check=tasks_chat.enqueue_check)
         # Open expectations keep their timers across a restart (docs/GOVERNANCE.md).
-        from nests.actions.chat.expectations import reschedule_expectation_checks
+        from nests.actions.chat.ledger import reschedule_expectation_checks
 
         worker.on_start(reschedule_expectation_checks)
         # A model the owner picks for a crow is scored like Boss's picks (docs/GOVERNANCE.md).
@@ -39,7 +44,8 @@ class NestsConfig(AppConfig):
         on_crow_updated(score_owner_model_change)
         # A debate cannot go on without its debaters, judge or moderator (docs/GOVERNANCE.md).
         from flock.actions import before_crow_grounded, on_crow_grounded
-        from nests.actions.chat.debates import lock_debate_rooms, stop_for_grounded
+        from nests.actions.chat.debates import lock_debate_rooms
+        from nests.actions.chat.moderator import stop_for_grounded
 
         before_crow_grounded(lock_debate_rooms)
         on_crow_grounded(stop_for_grounded)

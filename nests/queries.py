@@ -16,7 +16,7 @@ from flock.errors import BadInput
 from flock.events import rfc3339
 from flock.models import Crow, Flight
 from flock.vocab import OWNER, REGULAR, STRANGER, TRUSTED  # noqa: F401  (dispatch and quill read them here)
-from nests.models import ChatRequest, Invocation, Nest, NestBudget, NestMessage
+from nests.models import ChatRequest, Claim, Invocation, Nest, NestBudget, NestMessage
 
 # Quill and Boss serve every room (docs/CHATROOM.md).
 EVERYWHERE_ROLES = (Crow.Role.ASSISTANT, Crow.Role.CHIEF_OF_STAFF)
@@ -347,3 +347,22 @@ def nest_detail(nest: Nest) -> dict[str, Any]:
         "requests": [request_status(r) for r in requests_in(nest)],
         "invocations": [invocation_record(i) for i in recent_invocations(nest)],
     }
+
+
+def request_for(nest: Nest, msg_id: str, *, _hops: int = 0) -> ChatRequest | None:
+    """The request a message refers to: the request itself, the request behind a claim,
+    or the request behind the expectation a nudge is about (a crow answering
+    `[RESULT <nudge id>]` delivers on the work it was nudged for)."""
+    if not msg_id:
+        return None
+    found = ChatRequest.objects.filter(nest=nest, message__msg_id=msg_id).first()
+    if found is not None:
+        return found
+    claim = Claim.objects.filter(message__nest=nest, message__msg_id=msg_id).select_related("request").first()
+    if claim is not None:
+        return claim.request
+    if _hops == 0:
+        nudge = NestMessage.objects.filter(nest=nest, msg_id=msg_id, kind="nudge").values_list("refers_to", flat=True).first()
+        if nudge and nudge != msg_id:
+            return request_for(nest, nudge, _hops=1)
+    return None

@@ -18,7 +18,8 @@ from flock import worker
 from flock.models import Crow
 from nests.actions import create_nest, post_message
 from nests.actions.chat.due import due_from_text
-from nests.actions.chat.expectations import check_expectation, reschedule_expectation_checks
+from nests.actions.chat.ledger import reschedule_expectation_checks
+from nests.actions.chat.timers import check_expectation
 from nests.models import Expectation, NestMessage
 from tests.support import scripted_brain as chat_support
 from tests.support.scripted_brain import run_crows
@@ -275,7 +276,7 @@ def test_a_crow_taken_out_of_the_room_is_summarised_not_left_owing(launch, scrip
 
 
 def test_a_summary_lists_what_is_due_counts_the_rest_and_never_cuts_a_line(launch, settings):
-    from nests.actions.chat.expectations import send_summary
+    from nests.actions.chat import ledger, react
 
     settings.CROWS_EXCHANGES_PER_TURN = 0  # only the ledger is under test
     settings.CROWS_NEST_POST_RATE_PER_MIN = 1000
@@ -285,7 +286,8 @@ def test_a_summary_lists_what_is_due_counts_the_rest_and_never_cuts_a_line(launc
     from django.db import transaction
 
     with transaction.atomic():  # as the ledger's timer calls it
-        summary = send_summary(launch, [Expectation.objects.get(pk=exps[0].pk)], why="a test")
+        said = ledger.summary(launch, [Expectation.objects.get(pk=exps[0].pk)], why="a test")
+        summary = react.speak(said, room=launch)
     text = summary.text
     assert len(text) <= 2000 and text.endswith("And 10 more not due yet.")
     listed = re.findall(r"^- (exp-\d+) ", text, flags=re.M)

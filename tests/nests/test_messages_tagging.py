@@ -101,7 +101,9 @@ def test_an_unsure_murder_is_not_a_conspiracy(launch, fake_jev):
 
 
 def test_harness_messages_skip_jev(launch, fake_jev):
-    message = post_message("launch", author="harness", text="Budget spent.", kind="say", tagged_by="header")
+    from nests.actions.chat.room import say
+
+    message = say(launch, author="harness", text="Budget spent.")
     assert (message.kind, message.tagged_by) == ("say", "header")
     assert not JevTag.objects.filter(subject=message.msg_id).exists()
     assert fake_jev.asked == []

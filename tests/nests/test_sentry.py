@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from flock.models import Crow, Event
 from nests.actions import create_nest, post_message
-from nests.actions.chat import sentry
+from nests.actions.chat import flags, sentry
 from nests.models import Claim, NestMessage
 from tests.support import scripted_brain as chat_support
 from tests.support.scripted_brain import run_crows
@@ -183,7 +183,7 @@ def test_a_claim_the_harness_asked_for_is_never_off_task(launch, script):
 
 def test_repeated_nudged_misses_are_flagged_through_the_ledger_hook(launch):
     post_message("launch", author="owner", text="@Hugin three rounds, please", kind="request")
-    decision = sentry.on_repeated_miss(
+    decision = flags.on_repeated_miss(
         "Hugin", nest_id="launch", expectation_id="exp-7", misses=3,
         evidence="Promised three rounds; none opened.", score=0.91, msg_id="launch-1",
     )
@@ -195,7 +195,7 @@ def test_repeated_nudged_misses_are_flagged_through_the_ledger_hook(launch):
     assert flag.refers_to == "launch-1" and "repeated nudged misses" in flag.text
     # Once per crow per expectation: after a reinstatement, the same expectation is logged only.
     answer_decision(decision, answer="yes, reinstate Hugin")
-    assert sentry.on_repeated_miss("Hugin", nest_id="launch", expectation_id="exp-7", misses=4, evidence="") is None
+    assert flags.on_repeated_miss("Hugin", nest_id="launch", expectation_id="exp-7", misses=4, evidence="") is None
     assert Breach.objects.count() == 2 and NestMessage.objects.filter(kind="flag").count() == 1
     assert Crow.objects.get(name="Hugin").status == "active"
 
@@ -218,7 +218,7 @@ def test_the_sentry_flags_a_crow_once_per_request(launch, script):
 def test_a_reply_breach_when_nudged_for_the_same_request_is_flagged_once(launch, script):
     from django.utils import timezone
 
-    from nests.actions.chat.expectations import check_expectation
+    from nests.actions.chat.timers import check_expectation
     from nests.models import Expectation
 
     script([{"crow": "Hugin", "reply": "[RESULT nope-999] done, as asked"}])

@@ -19,7 +19,9 @@ from flock.db import lock_or_create
 from flock.errors import BadInput
 from flock.events import lock_event_log
 from flock.vocab import HARNESS
-from nests.models import Nest, NestBudget
+from nests.actions.chat.queue import enqueue_invocation
+from nests.actions.chat.room import say
+from nests.models import Invocation, Nest, NestBudget
 
 # Reads of a budget live in nests.queries; the budget API reads budget_view/read_budget here too.
 from nests.queries import budget_day, budget_view, read_budget, roll_day, tokens_allowed, tokens_left  # noqa: F401
@@ -104,9 +106,8 @@ def charge_tokens(nest: Nest, tokens: int) -> NestBudget:
 
 
 def _announce(nest: Nest, text: str) -> None:
-    from nests.actions.messages import post_message
-
-    post_message(nest.nest_id, author=HARNESS, text=text, kind="say", tagged_by="header")
+    # A harness notice: nothing reacts to it, so it is said straight away.
+    say(nest, author=HARNESS, text=text)
 
 
 def announce_wind_down(nest: Nest, budget: NestBudget) -> None:
@@ -212,9 +213,6 @@ def top_up_budget(nest: Nest, *, exchanges: object = None, tokens: object = None
 def _resume_stalled(nest: Nest, budget: NestBudget) -> None:
     """Invocations this turn that the spent budget stopped run now, oldest first, as far
     as the new budget goes: a top-up picks the conversation up where it stopped."""
-    from nests.models import Invocation
-    from nests.tasks_chat import run_invocation
-
     stalled = Invocation.objects.filter(
         nest=nest, turn=budget.turn, status=Invocation.Status.SKIPPED, error__in=STALLED_ERRORS
     ).order_by("id")
@@ -225,5 +223,5 @@ def _resume_stalled(nest: Nest, budget: NestBudget) -> None:
         invocation.status = Invocation.Status.QUEUED
         invocation.error = ""
         invocation.save(update_fields=["status", "error"])
-        run_invocation.enqueue(invocation.id)
+        enqueue_invocation(invocation.id)
     budget.save()
