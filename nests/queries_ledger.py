@@ -12,7 +12,7 @@ from django.conf import settings
 from flock.errors import BadInput, NotFound
 from flock.events import rfc3339
 from flock.models import Crow
-from flock.vocab import HARNESS_AUTHORS, OWNER
+from flock.vocab import HARNESS_AUTHORS, OWNER, MessageKind
 from nests.models import (
     ChatRequest,
     Debate,
@@ -224,7 +224,7 @@ def context_for(nest: Nest, crow: str) -> dict[str, Any] | None:
 
 def nudged_expectation(message: NestMessage) -> Expectation | None:
     """The open expectation a harness nudge is about."""
-    if message.kind != "nudge" or not message.refers_to:
+    if message.kind != MessageKind.NUDGE or not message.refers_to:
         return None
     return (
         Expectation.objects.filter(

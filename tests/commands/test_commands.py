@@ -178,7 +178,7 @@ def test_a_cursor_older_than_what_is_kept_gets_a_stream_reset_frame():
 
 
 def test_a_pruned_lists_stream_still_opens_and_says_stream_reset():
-    from flock.apps import _list_has_events
+    from flock.wiring import _list_has_events
 
     trust_everyone()
     todo = run_list("write a limerick about rooks")

@@ -9,9 +9,10 @@ from __future__ import annotations
 import pytest
 from django.db.models import Count
 
+from flock.errors import BadInput
 from flock.models import Crow, JevTag
 from nests.actions import create_nest, post_message
-from nests.models import ChatRequest, Claim, Invocation, NestMessage
+from nests.models import ChatRequest, Claim, Invocation, Nest, NestMessage
 from tests.support import scripted_brain as chat_support
 from tests.support.scripted_brain import make_trusted, run_crows
 
@@ -182,11 +183,22 @@ def test_an_owner_question_with_no_addressee_goes_to_quill(launch):
     assert log()[-1][1] == "Quill"
 
 
-def test_sentry_and_elder_are_never_invoked_to_chat(db):
-    post_message("todo", author="owner", text="@Sentry anything to report?")
+def test_sentry_and_elder_are_never_invoked_to_chat_and_the_room_says_why(db, launch):
+    asked = post_message("todo", author="owner", text="@Sentry anything to report?")
     post_message("todo", author="owner", text="@Elder what do you make of it?")
-    post_message("dm-elder", author="owner", text="hello")
+    post_message("launch", author="owner", text="@sentry and @Elder, note this please.")
     assert invoked() == []
+    notices = list(NestMessage.objects.filter(author="harness").order_by("id"))
+    assert [(n.nest.nest_id, n.to) for n in notices] == [("todo", "owner")] * 2 + [("launch", "owner")]
+    assert notices[0].refers_to == asked.msg_id
+    assert "Sentry watches what crows post and speaks only in flags" in notices[0].text
+    assert "Ask Quill" in notices[0].text and "Elder merges" in notices[1].text
+    assert "neither chats" in notices[2].text
+    # Neither has a direct chat: refused with the rule, and no room is made.
+    for room in ("dm-elder", "dm-sentry"):
+        with pytest.raises(BadInput, match="not a chat participant"):
+            post_message(room, author="owner", text="hello")
+    assert not Nest.objects.filter(nest_id__in=("dm-elder", "dm-sentry")).exists()
 
 
 def test_an_owner_question_jev_reads_as_a_crows_kind_still_goes_to_quill(launch, fake_jev):

@@ -21,6 +21,7 @@ from nests.actions.chat import (
     orchestration,
     react,
     sentry,
+    silent,
     work,
 )
 from nests.actions.chat.effects import NOTHING, Effects, Invoke, Posted, Say
@@ -53,7 +54,7 @@ def run(reactor, post: Posted) -> Effects:
 def test_the_loop_runs_the_reactors_in_the_written_down_order():
     assert [name for name, _ in react.REACTORS] == [
         "sentry", "decision phrase", "work", "dispatch", "expectations", "debates", "orchestration",
-        "quarantine notice",
+        "quarantine notice", "not a participant",
     ]
 
 
@@ -80,6 +81,14 @@ def test_quarantine_notice_tells_whoever_addressed_a_quarantined_crow(launch):
     assert (notice.author, notice.to, notice.refers_to) == (HARNESS, OWNER, post.message.msg_id)
     assert "Munin is quarantined" in notice.text
     assert run(sentry.quarantine_notice, posted(launch, OWNER, "@Hugin hi", to="Hugin")) == NOTHING
+
+
+def test_the_sentry_or_elder_addressed_gets_one_line_on_what_they_do(launch):
+    post = posted(launch, OWNER, "@Elder what do you make of it?")
+    [line] = run(silent.react, post).say
+    assert (line.author, line.to, line.refers_to) == (HARNESS, OWNER, post.message.msg_id)
+    assert line.text.startswith("@owner Elder merges") and "Ask Quill" in line.text
+    assert run(silent.react, posted(launch, OWNER, "@Hugin hi", to="Hugin")) == NOTHING
 
 
 def test_the_decision_phrase_answers_the_decision_and_nothing_else_happens(launch):

@@ -313,3 +313,20 @@ def test_a_promise_naming_no_request_moves_the_one_piece_of_work_the_crow_owes_h
     post_message("launch", author="Munin", text="Mine.", kind="claim", refers_to=other.msg_id)
     post_message("launch", author="Munin", text="I'll have one of them done in 5 minutes.")
     assert Expectation.objects.filter(crow="Munin").count() == 3
+
+
+@pytest.mark.parametrize("grounding", ["quarantined", "retired"])
+def test_a_nudge_that_cannot_be_delivered_is_recorded_and_told_to_the_owner(launch, settings, grounding):
+    settings.CROWS_EXCHANGES_PER_TURN = 0  # only the ledger is under test
+    post_message("launch", author="Munin", text="I'll send the draft in five minutes.")
+    exp = Expectation.objects.get()
+    Expectation.objects.filter(pk=exp.pk).update(due_at=timezone.now() - timedelta(seconds=1))
+    Crow.objects.filter(name="Munin").update(status=grounding)
+    exp.refresh_from_db()
+    assert check_expectation(exp.pk, exp.due_at.isoformat()) == "escalated"
+    assert nudges() == []
+    summary = summaries()[-1]
+    assert summary.to == "owner" and f"Munin is {grounding} and cannot be nudged" in summary.text
+    exp.refresh_from_db()
+    assert (exp.status, exp.summary_msg_id) == ("escalated", summary.msg_id)
+    assert exp.reason == f"Munin is {grounding} and cannot be nudged"

@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 
 from flock.errors import Conflict
 from flock.events import lock_event_log
-from flock.vocab import OWNER
+from flock.vocab import OWNER, MessageKind
 from nests.models import ChatRequest, Claim, NestMessage
 from nests.queries import request_for  # noqa: F401  (the chat core reads it here)
 
@@ -115,7 +115,7 @@ def record_decline(request: ChatRequest, *, crow: str) -> None:
 
 def decliners(request: ChatRequest) -> set[str]:
     return set(
-        NestMessage.objects.filter(nest=request.nest, kind="decline", refers_to=request.message.msg_id)
+        NestMessage.objects.filter(nest=request.nest, kind=MessageKind.DECLINE, refers_to=request.message.msg_id)
         .values_list("author", flat=True)
     )
 

@@ -22,7 +22,7 @@ from flock.errors import CrowsError
 from flock.events import lock_event_log
 from flock.models import Crow
 from flock.queries import persona_of
-from flock.vocab import OWNER
+from flock.vocab import OWNER, MessageKind
 from nests import queries
 from nests.actions.chat import boss, budgets, quill, sentry
 from nests.actions.chat.claims import mark_answered
@@ -219,12 +219,20 @@ def _shape(inv: Invocation, raw: str) -> Reply:
         return Reply(text=_cut(raw), refers_to=ref.msg_id)
     body = header_body(raw, header)
     if header.verb == "REFER":
-        return Reply(text=_cut(body), kind="refer", refers_to=ref.msg_id)
+        return Reply(text=_cut(body), kind=MessageKind.REFER, refers_to=ref.msg_id)
     refers = header.refers_to
     if not NestMessage.objects.filter(nest=inv.nest, msg_id=refers).exists():
         refers = ref.msg_id
     # The header stays on the text so Jev reads the crow's words as it wrote them.
     return Reply(text=f"{format_header(header.verb, refers)} {_cut(body)}", refers_to=refers)
+
+
+def _turn(inv: Invocation, reply: Reply) -> Reply:
+    """A debater's (or the judge's) answer to the moderator's cue is its turn: talk, said
+    to the moderator who cued it, whatever its words look like to Jev."""
+    if inv.reason != "debate" or inv.trigger.author == OWNER:
+        return reply
+    return replace(reply, kind=MessageKind.SAY, to=inv.trigger.author, fixed=True)
 
 
 def _cut(text: str) -> str:
@@ -277,10 +285,10 @@ def invoke_crow(invocation_id: int) -> Invocation | None:
             # The Sentry read a breach in the reply: it is posted word for word, as the
             # evidence its flag refers to, and the crow is quarantined with it.
             ref, _ = answered(inv)
-            evidence = Reply(text=_cut(text), kind="say", refers_to=ref.msg_id)
+            evidence = Reply(text=_cut(text), kind=MessageKind.SAY, refers_to=ref.msg_id)
             message = post_reply(inv, crow, evidence, finding)
             return _finish(inv, Invocation.Status.DONE, reply=message, tokens=tokens)
-        message = post_reply(inv, crow, _shape(inv, text))
+        message = post_reply(inv, crow, _turn(inv, _shape(inv, text)))
         return _finish(inv, Invocation.Status.DONE, reply=message, tokens=tokens)
     except CrowsError as exc:
         # A refusal of the reply itself (rate limit, membership lost meanwhile): logged on

@@ -31,13 +31,13 @@ from types import SimpleNamespace
 from flock import jev as jev_service
 from flock.actions import log_jev_tag
 from flock.models import Crow
-from flock.vocab import HARNESS_AUTHORS, OWNER
+from flock.vocab import HARNESS_AUTHORS, OWNER, MessageKind
 from nests import queries
 from nests.actions.chat import budgets
 from nests.actions.chat.claims import CONSPIRACY_CAP, decliners
-from nests.actions.chat.effects import NOTHING, Effects, Invoke, Posted
+from nests.actions.chat.effects import Effects, Invoke, Posted
 from nests.actions.chat.status_question import RELAY_VERB_RES, is_question, is_status_question, parse_relay
-from nests.models import ChatRequest, Claim, Nest, NestMessage
+from nests.models import ChatRequest, Claim, Invocation, Nest, NestMessage
 from nests.queries_ledger import cued_crow, expect_for_nudge, is_debate_order, is_stop_order, running_debate
 
 log = logging.getLogger("crows.chat")
@@ -135,14 +135,12 @@ def _relayed_from_elsewhere(request: ChatRequest) -> bool:
     )
 
 
-# Sentry and Elder serve every room but do not chat: the Sentry speaks only in flags.
-SILENT_ROLES = (Crow.Role.SENTRY, Crow.Role.ELDER)
 
 
 def _active(name: str) -> Crow | None:
     """The crow if it may be invoked at all: active (not quarantined or retired), not silent."""
     crow = _crow(name)
-    if crow is None or crow.status != Crow.Status.ACTIVE or crow.role in SILENT_ROLES:
+    if crow is None or crow.status != Crow.Status.ACTIVE or crow.role in queries.SILENT_ROLES:
         return None
     return crow
 
@@ -182,12 +180,12 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
         if boss is not None and _active(boss.name):
             return Decision(boss.name, "debate", "say")
     if author in HARNESS_AUTHORS:
-        if kind == "nudge" and message.to and _active(message.to):
+        if kind == MessageKind.NUDGE and message.to and _active(message.to):
             return Decision(message.to, "nudge", expect_for_nudge(message))
         return None
     if claim is not None:
         return Decision(claim.crow, "claim_deliver", "deliver")
-    if kind == "deliver" and request is not None and author != OWNER:
+    if kind == MessageKind.DELIVER and request is not None and author != OWNER:
         if request.mode == ChatRequest.Mode.CONSPIRACY:
             lens = _next_lens(request, message)
             if lens is not None:
@@ -196,7 +194,7 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
         if quill is not None and _relayed_from_elsewhere(request):
             return Decision(quill.name, "relay_back", "say")
         return None
-    if kind == "decline" and request is not None and author != OWNER:
+    if kind == MessageKind.DECLINE and request is not None and author != OWNER:
         if request.addressed or request.state != ChatRequest.State.OPEN:
             return None
         choice, scores = best_fit(
@@ -204,7 +202,7 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
             exclude=decliners(request) | {request.requester}, need_level=queries.REGULAR,
         )
         return Decision(choice, "redispatch", "claim", scores[choice], scores) if choice else None
-    if kind not in ("say", "request") and author != OWNER:
+    if kind not in (MessageKind.SAY, MessageKind.REQUEST) and author != OWNER:
         return None
     # The owner never claims or delivers; an owner message Jev tags as one of the crows'
     # kinds is talk as far as who answers is concerned.
@@ -213,11 +211,11 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
     if nest.kind == Nest.Kind.DIRECT:
         crow = queries.direct_chat_crow(nest.nest_id)
         if author == OWNER and crow is not None and _active(crow.name):
-            return Decision(crow.name, "direct", "claim" if kind == "request" else "say")
+            return Decision(crow.name, "direct", "claim" if kind == MessageKind.REQUEST else "say")
         return None
 
     relayed_for_owner = (
-        kind == "request" and request is not None and request.message_id == message.id
+        kind == MessageKind.REQUEST and request is not None and request.message_id == message.id
         and request.requester == OWNER and bool(request.relayed_from)
     )
     if author == OWNER or relayed_for_owner:
@@ -225,7 +223,7 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
         if addressed and addressed != author:
             if not _active(addressed):
                 return None
-            return Decision(addressed, "addressed", "claim" if kind == "request" else "say")
+            return Decision(addressed, "addressed", "claim" if kind == MessageKind.REQUEST else "say")
         if author == OWNER and (is_status_question(message.text) or _asks_for_a_relay(message)):
             # "What's happening?" is Quill's to answer from the rooms, whatever Jev tagged
             # it: routed as a request, a crow would take the question for work. So is
@@ -234,7 +232,7 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
             quill = queries.quill()
             if quill is not None:
                 return Decision(quill.name, "quill_default", "say")
-        if kind == "request" and request is not None:
+        if kind == MessageKind.REQUEST and request is not None:
             choice, scores = best_fit(
                 nest, message, message.text, request.task_type,
                 exclude={author}, need_level=queries.REGULAR,
@@ -253,7 +251,7 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
     # A crow speaking. Only a request can call another crow in, and only from a crow that
     # may open requests; crows' talk never invokes anyone, so chatter cannot loop.
     asker = _crow(author)
-    if kind != "request" or request is None or asker is None or not may_open_requests(asker, request.task_type):
+    if kind != MessageKind.REQUEST or request is None or asker is None or not may_open_requests(asker, request.task_type):
         return None
     if message.to == OWNER:
         # A crow asking the owner for something: no crow is called in.
@@ -277,7 +275,7 @@ def _asks_for_a_relay(message: NestMessage) -> bool:
         return False
     # "In the launch nest, Rook did great work" is a remark: without an asking verb
     # ("ask/tell/get/have the … nest", "relay to …"), only a request is carried over.
-    return message.kind == "request" or any(p.search(message.text) for p in RELAY_VERB_RES)
+    return message.kind == MessageKind.REQUEST or any(p.search(message.text) for p in RELAY_VERB_RES)
 
 
 def react(posted: Posted) -> Effects:
@@ -292,13 +290,16 @@ def react(posted: Posted) -> Effects:
         and bool(posted.relayed_from)
         and not NestMessage.objects.filter(nest=room, msg_id=posted.relayed_from).exists()
     )
+    waiting: list[Invocation] = []
     if owner_turn:
         budgets.grant_turn(room, room_locked=True)
+        # Crows a spent turn did not invoke answer now, before anyone this message calls.
+        waiting = list(budgets.waiting_for_a_turn(room))
     decision = decide(message, claim=posted.claim, request=posted.request)
     if decision is None:
-        return NOTHING
+        return Effects(resume=waiting)
     task_type = posted.request.task_type if posted.request is not None else "chat"
-    return Effects(invoke=[Invoke(
+    return Effects(resume=waiting, invoke=[Invoke(
         decision.crow, decision.reason, decision.expect, fit=decision.fit, candidates=decision.candidates,
         task_type=task_type,
     )])

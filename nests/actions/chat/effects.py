@@ -67,12 +67,14 @@ class Invoke:
 class Effects:
     say: list[Say] = field(default_factory=list)
     invoke: list[Invoke] = field(default_factory=list)
+    # Invocations a spent turn stopped, to run now that the room has a turn.
+    resume: list[Invocation] = field(default_factory=list)
     # The message is dealt with: the reactors after this one do not run (a breach, the
     # owner's decision phrase).
     done: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.say or self.invoke or self.done)
+        return bool(self.say or self.invoke or self.resume or self.done)
 
 
 NOTHING = Effects()

@@ -37,7 +37,8 @@ from typing import Any
 from django.utils import timezone
 
 from flock import jev as jev_service
-from flock.vocab import HARNESS_AUTHORS, OWNER
+from flock.vocab import HARNESS_AUTHORS, OWNER, MessageKind
+from nests.actions.chat.budgets import waits_for_a_turn
 from nests.actions.chat.due import due_from_text
 from nests.actions.chat.effects import NOTHING, Effects, Posted
 from nests.actions.chat.ledger import close_expectation, open_expectation, schedule
@@ -131,12 +132,12 @@ def _open_from(
             f"deliver it, or decline with a reason",
         )
     if (
-        message.kind == "request"
+        message.kind == MessageKind.REQUEST
         and request is not None
         and request.message_id == message.id
         and invocation is not None
-        and invocation.status == Invocation.Status.QUEUED
-        and invocation.expect == "claim"
+        and (invocation.status == Invocation.Status.QUEUED or waits_for_a_turn(invocation))
+        and invocation.expect == MessageKind.CLAIM
     ):
         return open_expectation(
             message, crow=invocation.crow, check=Expectation.Check.REQUESTER_ANSWER, request=request,
@@ -146,7 +147,7 @@ def _open_from(
         )
     # A promise may come tagged as a claim of nothing in particular ("I'll have it in
     # five minutes" with no request named): it is still a promise.
-    if message.author in (OWNER, *HARNESS_AUTHORS) or message.kind not in ("say", "request", "claim"):
+    if message.author in (OWNER, *HARNESS_AUTHORS) or message.kind not in (MessageKind.SAY, MessageKind.REQUEST, MessageKind.CLAIM):
         return None
     promised = bool(PROMISE_RE.search(message.text)) and due is not None
     if not promised and not _jev_says(answer, Expectation.Check.PROMISE_KEPT, sure=True):
@@ -173,7 +174,7 @@ def _open_from(
 
 
 def _declined_with_reason(message: NestMessage) -> bool:
-    return message.kind == "decline" and message.text.strip().lower() not in BARE_DECLINES and len(message.text.split()) >= 3
+    return message.kind == MessageKind.DECLINE and message.text.strip().lower() not in BARE_DECLINES and len(message.text.split()) >= 3
 
 
 def _progress(exp: Expectation, message: NestMessage, request: ChatRequest | None) -> str:
@@ -183,7 +184,7 @@ def _progress(exp: Expectation, message: NestMessage, request: ChatRequest | Non
         return ""  # the debate closes its own
     same_request = exp.request_id is not None and request is not None and request.pk == exp.request_id
     if check == Expectation.Check.REQUESTER_ANSWER:
-        if same_request and message.kind in ("claim", "deliver"):
+        if same_request and message.kind in (MessageKind.CLAIM, MessageKind.DELIVER):
             who = "" if message.author == exp.crow else f" ({message.author} took it)"
             return f"{message.author} answered with a {message.kind}{who}"
         if same_request and message.author == exp.crow and _declined_with_reason(message):
@@ -192,12 +193,12 @@ def _progress(exp: Expectation, message: NestMessage, request: ChatRequest | Non
     if message.author != exp.crow:
         return ""
     if exp.request_id is not None:
-        if same_request and message.kind == "deliver":
+        if same_request and message.kind == MessageKind.DELIVER:
             return f"{exp.crow} delivered"
         if same_request and _declined_with_reason(message):
             return f"{exp.crow} declined with a reason"
         return ""
-    if message.kind in ("deliver", "refer"):
+    if message.kind in (MessageKind.DELIVER, MessageKind.REFER):
         return f"{exp.crow} delivered"
     return ""
 

@@ -32,12 +32,15 @@ from django.conf import settings
 from flock import jev as jev_service
 from flock.db import action_atomic
 from flock.events import emit, register_event_names
-from flock.models import Crow
+from flock.models import Crow, Flight
+from flock.queries import flightlog_summary
 from flock.vocab import HARNESS, OWNER, MessageKind
 from nests import queries
 from nests.actions.chat.effects import NOTHING, Effects, Posted, Say
 from nests.models import Nest, NestMessage, OrchestrationDecision
 from nests.queries_ledger import decision_record
+from nests.queries_review import chat_delivery_verdicts
+from trust.queries import owner_verdicts
 
 register_event_names("orchestration.decided")
 
@@ -167,10 +170,6 @@ def log_dispatch_pick(message: NestMessage, *, crow: str, reason: str, candidate
 
 def model_stats(model_spec: str, task_type: str) -> dict[str, Any]:
     """The flight log's numbers for one model and task type (any task type when none)."""
-    from flock.queries import flightlog_summary
-    from nests.queries_review import chat_delivery_verdicts
-    from trust.queries import owner_verdicts
-
     provider, _, model = model_spec.partition(":")
     model = model or provider
     summary = flightlog_summary(approvals=owner_verdicts(), chat_approvals=chat_delivery_verdicts())
@@ -235,8 +234,6 @@ def score_model_pick(
 ) -> tuple[OrchestrationDecision, Effects]:
     """Score the model a crow runs on (hatching, or a change) and log it; the nudge to the
     decider when it is low is returned for the caller to apply."""
-    from flock.models import Flight
-
     task_type = (crow.task_types or ["chat"])[0]
     score, factors = model_score(model_spec, task_type)
     alternatives: dict[str, float] = {}

@@ -18,7 +18,7 @@ import re
 from flock import jev as jev_service
 from flock.errors import Conflict
 from flock.models import Crow
-from flock.vocab import OWNER
+from flock.vocab import OWNER, MessageKind
 from nests import queries
 from nests.actions.chat.claims import mark_relayed, request_for, route_refusal
 from nests.actions.chat.dispatch import best_fit
@@ -176,7 +176,7 @@ def _relay(inv: Invocation, crow: Crow, nest_words: str, task: str) -> tuple[Nes
         inv,
         crow,
         Reply(
-            text=text, kind="request", nest_id=target.nest_id, on_behalf_of=OWNER, relayed_from=trigger.msg_id
+            text=text, kind=MessageKind.REQUEST, nest_id=target.nest_id, on_behalf_of=OWNER, relayed_from=trigger.msg_id
         ),
     )
     own = ChatRequest.objects.filter(message=trigger).first()
@@ -205,7 +205,7 @@ def _route(inv: Invocation, crow: Crow) -> NestMessage | Skip | str:
             crow,
             Reply(
                 text=f"@{pick}, for @owner: {text}",
-                kind="request",
+                kind=MessageKind.REQUEST,
                 refers_to=trigger.msg_id,
                 on_behalf_of=OWNER,
                 relayed_from=trigger.msg_id,

@@ -24,6 +24,7 @@ from django.conf import settings
 from django.db import transaction
 
 from flock.events import lock_event_log
+from flock.vocab import HARNESS, OWNER
 from nests.actions.chat import (
     budgets,
     debates,
@@ -33,6 +34,7 @@ from nests.actions.chat import (
     ledger,
     orchestration,
     sentry,
+    silent,
     work,
 )
 from nests.actions.chat.effects import Effects, Invoke, Posted, Say
@@ -56,6 +58,7 @@ REACTORS: tuple[tuple[str, Reactor], ...] = (
     ("debates", debates.react),  # a cued turn moves the debate on; out of turn is nudged
     ("orchestration", orchestration.react),  # Quill's or Boss's pick of a crow, scored
     ("quarantine notice", sentry.quarantine_notice),  # a quarantined crow addressed: why no answer
+    ("not a participant", silent.react),  # the Sentry or the Elder addressed: what they do instead
 )
 # How many says deep one post may go (a cue answered by a nudge answered by ...).
 MAX_DEPTH = 8
@@ -102,6 +105,8 @@ def speak(said: Say, *, room: Nest, invocation: Invocation | None = None, depth:
 
 
 def _apply(posted: Posted, effects: Effects) -> None:
+    if effects.resume:
+        budgets.resume_waiting(posted.room, budgets.locked_budget(posted.room, room_locked=True), effects.resume)
     for invoke in effects.invoke:
         posted.invoked = _invoke(posted, invoke)
     for said in effects.say:
@@ -126,7 +131,8 @@ def _invoke(posted: Posted, invoke: Invoke) -> Invocation:
     budget = budgets.locked_budget(nest, room_locked=True)
     granted = False
     if not budgets.can_spend(budget):
-        refusal = budgets.BUDGET_SPENT
+        off = budget.exchanges_granted == 0 and budgets.tokens_left(budget) > 0
+        refusal = budgets.CROWS_OFF if off else budgets.BUDGET_SPENT
     elif depth > max(_max_chain(), budget.exchanges_granted):
         refusal = f"a chain of {depth - 1} crow invocations reached the loop guard"
     else:
@@ -143,7 +149,12 @@ def _invoke(posted: Posted, invoke: Invoke) -> Invocation:
             message, crow=invoke.crow, reason=invoke.reason, candidates=invoke.candidates, task_type=invoke.task_type,
         )
     if refusal:
-        if refusal == budgets.BUDGET_SPENT:
+        if refusal == budgets.BUDGET_SPENT and budgets.tokens_left(budget) > 0:
+            # Nobody is left waiting in silence: the room hears who was not invoked, and the
+            # crow answers when the room next has a turn (budgets.waiting_for_a_turn).
+            notice = budgets.stalled_notice(budget, crow=invoke.crow, message=message)
+            speak(Say(author=HARNESS, text=notice, to=OWNER, refers_to=message.msg_id), room=nest, depth=posted.depth)
+        elif refusal == budgets.BUDGET_SPENT:
             budgets.announce_spent(nest, budget)
         return invocation
     enqueue_invocation(invocation.id)

@@ -138,7 +138,7 @@ def _reply_breach(inv: Invocation, crow: Crow, raw: str, *, tokens_out: int) -> 
     if forbidden:
         verb = forbidden.group(1).upper()
         kind = "nudge" if verb == "NUDGE" else "flag"
-        who = "the harness" if kind == "nudge" else "the Sentry"
+        who = "the harness" if kind == MessageKind.NUDGE else "the Sentry"
         return Finding(
             Breach.Kind.FORBIDDEN_KIND, GUARDRAIL_SCORE,
             f"{crow.name}'s reply opens with a {forbidden.group(0).strip()} header: a {kind}, which only {who} posts.",
@@ -218,7 +218,7 @@ def _declined(target: ChatRequest, author: str) -> str:
     """The msg_id of `author`'s decline of `target`, or "": a message tagged decline, or
     one whose own header was a decline (Jev may have read it as something else)."""
     mine = NestMessage.objects.filter(nest=target.nest, refers_to=target.message.msg_id, author=author)
-    tagged = mine.filter(kind="decline").values_list("msg_id", flat=True).first()
+    tagged = mine.filter(kind=MessageKind.DECLINE).values_list("msg_id", flat=True).first()
     if tagged:
         return tagged
     ids = list(mine.values_list("msg_id", flat=True))
@@ -247,20 +247,20 @@ def check_post(
     # Jev's reading of the text does not excuse what the crow said it was doing; the
     # evidence names the header then, since the stored kind reads otherwise.
     said = ""
-    if kind not in ("claim", "deliver"):
-        if header not in ("claim", "deliver"):
+    if kind not in (MessageKind.CLAIM, MessageKind.DELIVER):
+        if header not in (MessageKind.CLAIM, MessageKind.DELIVER):
             return None
         said = f" (by its own header, {header}; Jev read the message as {kind})"
         kind = header
     msg_id = target.message.msg_id
     declined = _declined(target, author)
     if declined:
-        verb = "claimed" if kind == "claim" else "delivered on"
+        verb = "claimed" if kind == MessageKind.CLAIM else "delivered on"
         return Finding(
             Breach.Kind.IGNORED_DECLINE, GUARDRAIL_SCORE,
             f"{author} declined {msg_id} ({declined}) and then {verb} it{said}.", subject=msg_id,
         )
-    if kind == "deliver" and target.mode != ChatRequest.Mode.CONSPIRACY:
+    if kind == MessageKind.DELIVER and target.mode != ChatRequest.Mode.CONSPIRACY:
         holder = target.claims.exclude(crow=author).select_related("message").first()
         if holder is not None and not target.claims.filter(crow=author).exists():
             return Finding(
@@ -269,7 +269,7 @@ def check_post(
                 f"({holder.message.msg_id}): others may review, not redo.",
                 subject=msg_id,
             )
-    if kind == "claim" and invocation is not None and not _picked_for(invocation, target):
+    if kind == MessageKind.CLAIM and invocation is not None and not _picked_for(invocation, target):
         fit = _fit(target, crow)
         if fit < OFF_TASK_FIT_BELOW:
             return Finding(
@@ -379,7 +379,7 @@ def _quarantine_words(message: NestMessage, *, invoked: Invocation | None = None
         name = dm_crow.name if dm_crow is not None else ""
     unaddressed = not name
     if unaddressed and invoked is None and message.author == OWNER:
-        if message.kind == "request" or is_question(message.text):
+        if message.kind == MessageKind.REQUEST or is_question(message.text):
             name = Crow.objects.filter(role=Crow.Role.ASSISTANT).values_list("name", flat=True).first() or ""
     if not name:
         return ""
