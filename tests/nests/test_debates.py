@@ -66,7 +66,7 @@ def test_an_out_of_turn_post_is_nudged_not_counted(arena):
     early = post_message("arena", author="Munin", text="Go is obviously wrong, trust me.")
     nudge = NestMessage.objects.get(kind="nudge")
     assert (nudge.author, nudge.to, nudge.refers_to) == ("harness", "Munin", early.msg_id)
-    assert re.match(rf"^\[NUDGE {early.msg_id}\] \[nudge 1/3\] @Munin", nudge.text)
+    assert re.match(rf"^\[NUDGE {early.msg_id}\] \[nudge 1/3\] Deadline \d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z: @Munin", nudge.text)
     run_crows()
     debate = Debate.objects.get()
     assert debate.status == "finished"

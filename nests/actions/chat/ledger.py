@@ -124,11 +124,18 @@ def reschedule_expectation_checks() -> int:
 # --- what the harness says about expectations ----------------------------------------------
 
 
-def nudge_text(exp: Expectation, n: int) -> str:
+def nudge_line(loop_id: str, n: int, deadline: datetime, prompt: str) -> str:
+    """AGENT_PROTOCOL's nudge: `[NUDGE {id}] [nudge {n}/{max}] Deadline {deadline_utc}: {prompt}`,
+    the deadline an ISO-8601 UTC time."""
+    return f"[NUDGE {loop_id}] [nudge {n}/{NUDGE_LIMIT}] Deadline {rfc3339(deadline)}: {prompt}"
+
+
+def nudge_text(exp: Expectation, n: int, deadline: datetime) -> str:
     late = "is due" if exp.nudges == 0 and exp.due_from == "text" else "is overdue"
-    return (
-        f"[NUDGE {exp.message.msg_id}] [nudge {n}/{NUDGE_LIMIT}] @{exp.crow}, {exp.expectation_id} {late}: "
-        f"{exp.expected}. Deliver it now, or decline with a reason; a reply with nothing new is not progress."
+    return nudge_line(
+        exp.message.msg_id, n, deadline,
+        f"@{exp.crow}, {exp.expectation_id} {late}: {exp.expected}. Deliver it now, or decline with a reason; "
+        "a reply with nothing new is not progress.",
     )
 
 
@@ -136,18 +143,20 @@ def nudge(exp: Expectation) -> Say:
     """Nudge n/3: a harness message to the crow (dispatch invokes it, an exchange); once
     said, it is counted on the expectation and the clock restarts."""
     n = exp.nudges + 1
+    # The nudge names its deadline: the next check, one due period from now.
+    deadline = timezone.now() + due_period()
 
     def counted(said: NestMessage) -> None:
         exp.nudges = n
         exp.nudge_msg_ids = [*(exp.nudge_msg_ids or []), said.msg_id]
         exp.status = Expectation.Status.MISSED  # still owed: a deliver meets it, late
         exp.scored, exp.confidence = "missed", 1.0
-        exp.due_at = timezone.now() + due_period()
+        exp.due_at = deadline
         exp.save(update_fields=["nudges", "nudge_msg_ids", "status", "scored", "confidence", "due_at"])
         schedule(exp)
 
     return Say(
-        author=HARNESS, text=nudge_text(exp, n), kind=MessageKind.NUDGE, to=exp.crow,
+        author=HARNESS, text=nudge_text(exp, n, deadline), kind=MessageKind.NUDGE, to=exp.crow,
         refers_to=exp.message.msg_id, nest=exp.nest, then=counted,
     )
 

@@ -28,6 +28,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 
 from flock import jev as jev_service
 from flock.db import action_atomic
@@ -37,6 +38,7 @@ from flock.queries import flightlog_summary
 from flock.vocab import HARNESS, OWNER, MessageKind
 from nests import queries
 from nests.actions.chat.effects import NOTHING, Effects, Posted, Say
+from nests.actions.chat.ledger import due_period, nudge_line
 from nests.models import Nest, NestMessage, OrchestrationDecision
 from nests.queries_ledger import decision_record
 from nests.queries_review import chat_delivery_verdicts
@@ -72,8 +74,9 @@ def _nudge(d: OrchestrationDecision, text: str, *, nest: Nest) -> Effects:
         d.nudge_msg_id = nudge.msg_id
         d.save(update_fields=["nudge_msg_id"])
 
+    deadline = timezone.now() + due_period()
     return Effects(say=[Say(
-        author=HARNESS, text=f"[NUDGE {d.msg_id}] [nudge 1/3] {text}", kind=MessageKind.NUDGE,
+        author=HARNESS, text=nudge_line(d.msg_id, 1, deadline, text), kind=MessageKind.NUDGE,
         to=d.decider, refers_to=d.msg_id, nest=nest, then=noted,
     )])
 
