@@ -34,7 +34,7 @@ from flock.models import Crow
 from flock.vocab import CROW_KINDS, KINDS, OWNER, REPLY_KINDS, MessageKind
 from nests import queries
 from nests.actions.chat import claims as chat_claims
-from nests.actions.chat import expectations, sentry
+from nests.actions.chat import expectations, rights, sentry
 from nests.actions.chat.effects import Posted
 from nests.actions.chat.react import react
 from nests.actions.chat.room import TEXT_MAX, say
@@ -314,6 +314,14 @@ def store_message(post: CheckedMessage) -> NestMessage:
                 author=post.author, crow=post.crow, kind=kind, header=post.header, target=judged,
                 invocation=post.invocation,
             )
+        # Speaking rights (nests/actions/chat/rights.py): a post that would do more than the
+        # crow's trust allows is kept as talk, and the harness says which rule.
+        rule, meant = "", kind
+        if finding is None and post.crow is not None and kind in (MessageKind.REQUEST, MessageKind.CLAIM, MessageKind.DELIVER):
+            task_type = post.request_facts[1] if post.request_facts is not None else "chat"
+            rule = rights.refusal(post.crow, kind=kind, target=target, task_type=task_type, invocation=post.invocation)
+            if rule:
+                kind, claiming, target = MessageKind.SAY, False, None
         addressee = post.to
         if not addressee:
             if kind in REPLY_KINDS and target is not None and target.requester != post.author:
@@ -349,7 +357,8 @@ def store_message(post: CheckedMessage) -> NestMessage:
         react(Posted(
             room=room, message=message, crow=post.crow, invocation=post.invocation, on_behalf_of=post.on_behalf_of,
             relayed_from=post.relayed_from, finding=finding, target=target, claiming=claiming,
-            request_facts=post.request_facts, expectation_answer=post.expectation_answer,
+            request_facts=post.request_facts if not rule else None, expectation_answer=post.expectation_answer,
+            rights_note=rights.note(post.author, meant, message.msg_id, rule) if rule else "",
         ))
     return message
 

@@ -14,7 +14,7 @@ from flock.models import Crow, JevTag
 from nests.actions import create_nest, post_message
 from nests.models import ChatRequest, Claim, Invocation, Nest, NestMessage
 from tests.support import scripted_brain as chat_support
-from tests.support.scripted_brain import make_trusted, run_crows
+from tests.support.scripted_brain import give_rights, make_trusted, run_crows
 
 pytestmark = pytest.mark.usefixtures("fake_jev")
 
@@ -125,6 +125,7 @@ def test_a_request_claimed_before_quill_routes_it_is_not_routed(launch):
     # First claim wins: a crow that claims while Quill's route waits in the queue has the
     # job, and no second crow is asked to do it.
     post_message("launch", author="owner", text="draft the launch post", kind="request")
+    give_rights("Munin")  # a regular now (speaking rights): it may claim the open request
     post_message("launch", author="Munin", text="Mine.", kind="claim", refers_to="launch-1")
     run_crows()
     assert log()[:2] == [("launch-1", "owner", "request", "", ""), ("launch-2", "Munin", "claim", "owner", "launch-1")]
@@ -136,6 +137,7 @@ def test_a_request_claimed_before_quill_routes_it_is_not_routed(launch):
 
 
 def test_a_routed_copy_of_a_request_claimed_meanwhile_is_refused_under_the_room_lock(launch):
+    give_rights("Hugin", "Munin", "Pepper")  # a regular may claim open requests (speaking rights)
     from flock.errors import Conflict
 
     post_message("launch", author="owner", text="draft the launch post", kind="request")
@@ -222,14 +224,18 @@ def test_crow_talk_never_invokes_anyone(launch):
 
 def test_only_a_trusted_crow_may_open_a_request_to_another_crow(launch):
     post_message("launch", author="owner", text="morning")  # the owner's turn funds the room
-    post_message("launch", author="Hugin", text="@Munin pull the numbers", kind="request")
-    assert invoked() == []  # Hugin is a stranger
+    asked = post_message("launch", author="Hugin", text="@Munin pull the numbers", kind="request")
+    assert invoked() == []  # Hugin is a stranger: kept as talk, opening no request
+    assert asked.kind == "say" and not ChatRequest.objects.exists()
+    note = log()[-1]
+    assert note[1:5] == ("harness", "say", "Hugin", asked.msg_id)
+    assert "only a trusted crow opens requests, and Hugin is a stranger for writing" in NestMessage.objects.get(msg_id=note[0]).text
     make_trusted("Hugin", "writing", level=2)
     post_message("launch", author="Hugin", text="@Munin pull the numbers again", kind="request")
     assert invoked() == [("Munin", "addressed", "queued")]
     run_crows()
     # Deliver goes back to whoever requested: here the crow Hugin.
-    assert [m[1:4] for m in log()[3:]] == [
+    assert [m[1:4] for m in log()[4:]] == [
         ("Munin", "claim", "Hugin"), ("Munin", "deliver", "Hugin"),
     ]
 

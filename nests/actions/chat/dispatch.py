@@ -33,7 +33,7 @@ from flock.actions import log_jev_tag
 from flock.models import Crow
 from flock.vocab import HARNESS_AUTHORS, OWNER, MessageKind
 from nests import queries
-from nests.actions.chat import budgets
+from nests.actions.chat import budgets, rights
 from nests.actions.chat.claims import CONSPIRACY_CAP, decliners
 from nests.actions.chat.effects import Effects, Invoke, Posted
 from nests.actions.chat.status_question import RELAY_VERB_RES, is_question, is_status_question, parse_relay
@@ -56,19 +56,6 @@ class Decision:
 
 def _crow(name: str) -> Crow | None:
     return Crow.objects.filter(name=name).first()
-
-
-def _has_role_rights(crow: Crow) -> bool:
-    # Quill and Boss serve every room (docs/CHATROOM.md): their roles let them open requests
-    # and relay whatever their trust ledger says.
-    return crow.role in (Crow.Role.ASSISTANT, Crow.Role.CHIEF_OF_STAFF)
-
-
-def may_open_requests(crow: Crow, task_type: str) -> bool:
-    """Trusted crows may start work and open requests to other crows (docs/CHATROOM.md)."""
-    return crow.status == Crow.Status.ACTIVE and (
-        _has_role_rights(crow) or queries.trust_level(crow.name, task_type) >= queries.TRUSTED
-    )
 
 
 def _profile(crow: Crow) -> str:
@@ -251,7 +238,7 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
     # A crow speaking. Only a request can call another crow in, and only from a crow that
     # may open requests; crows' talk never invokes anyone, so chatter cannot loop.
     asker = _crow(author)
-    if kind != MessageKind.REQUEST or request is None or asker is None or not may_open_requests(asker, request.task_type):
+    if kind != MessageKind.REQUEST or request is None or asker is None or not rights.may_open_requests(asker, request.task_type):
         return None
     if message.to == OWNER:
         # A crow asking the owner for something: no crow is called in.

@@ -97,6 +97,7 @@ class Posted:
     claiming: bool = False  # a claim that stood under the lock
     request_facts: tuple[str, str, list[Any]] | None = None  # (mode, task type, Jev answers)
     expectation_answer: Any = None
+    rights_note: str = ""  # the post was kept as talk by speaking rights: the harness's line
     depth: int = 0  # how many says deep in the loop (0: a member's post or an entry point)
     request: ChatRequest | None = None
     claim: Claim | None = None

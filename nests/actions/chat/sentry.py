@@ -48,6 +48,7 @@ from flock.models import Crow, JevTag
 from flock.vocab import HARNESS, HARNESS_AUTHORS, HARNESS_KINDS, OWNER, SENTRY, MessageKind
 from nests import queries
 from nests.actions.chat.effects import NOTHING, Effects, Posted, Say
+from nests.actions.chat.rights import picked_for
 from nests.actions.chat.status_question import is_question
 from nests.models import ChatRequest, Invocation, Nest, NestMessage
 from nests.queries_ledger import answered
@@ -68,8 +69,6 @@ FORBIDDEN_HEADER_RE = re.compile(r"^\s*\[(NUDGE|FLAG)\b[^\]]*\]", re.IGNORECASE)
 CITED_ID_RE = re.compile(r"(?<![\w-])([a-z0-9][a-z0-9-]*)-(\d{1,9})(?![\w-])")
 MENTION_RE = re.compile(r"(?<![\w@])@([A-Za-z][A-Za-z0-9_-]{0,39})")
 ROOM_RE = re.compile(r"(?<![\w#&])#([a-z0-9][a-z0-9-]{0,63})(?![\w-])")
-# Invocation reasons where the harness picked the crow for the request it answers.
-PICKED_REASONS = ("fit", "lens", "redispatch", "addressed", "direct", "claim_deliver", "quill_route", "nudge")
 BREACH_WORDS: dict[str, str] = {
     Breach.Kind.REDO: "redo",
     Breach.Kind.IGNORED_DECLINE: "ignored decline",
@@ -193,16 +192,6 @@ def _profile(crow: Crow) -> str:
     return f"{crow.epithet}. {crow.strength}. Best at: {', '.join(crow.task_types or [])}."
 
 
-def _picked_for(invocation: Invocation, request: ChatRequest) -> bool:
-    """Whether the harness (or the owner, by name) asked this crow to take `request`."""
-    if request.addressed and request.addressed == invocation.crow:
-        return True
-    if invocation.reason not in PICKED_REASONS:
-        return False
-    _, answering = answered(invocation)
-    return answering is not None and answering.pk == request.pk
-
-
 def _fit(request: ChatRequest, crow: Crow) -> float:
     try:
         fit = float(jev_service.fit_score(request.message.text, _profile(crow)))
@@ -269,7 +258,7 @@ def check_post(
                 f"({holder.message.msg_id}): others may review, not redo.",
                 subject=msg_id,
             )
-    if kind == MessageKind.CLAIM and invocation is not None and not _picked_for(invocation, target):
+    if kind == MessageKind.CLAIM and invocation is not None and not picked_for(invocation, target):
         fit = _fit(target, crow)
         if fit < OFF_TASK_FIT_BELOW:
             return Finding(

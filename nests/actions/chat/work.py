@@ -7,14 +7,17 @@ and asks for nothing to be said or invoked.
 from __future__ import annotations
 
 from flock.actions import log_jev_tag
-from flock.vocab import MessageKind
+from flock.vocab import HARNESS, MessageKind
 from nests.actions.chat import claims, deliveries
-from nests.actions.chat.effects import NOTHING, Effects, Posted
+from nests.actions.chat.effects import NOTHING, Effects, Posted, Say
 from nests.models import ChatRequest
 
 
 def react(posted: Posted) -> Effects:
     message, crow, target = posted.message, posted.crow, posted.target
+    if posted.rights_note:
+        # Kept as talk by speaking rights: it records nothing, and the room hears why.
+        return Effects(say=[Say(author=HARNESS, text=posted.rights_note, to=message.author, refers_to=message.msg_id)])
     if message.kind == MessageKind.REQUEST and posted.request_facts is not None:
         mode, task_type, answers = posted.request_facts
         for answer in answers:
