@@ -196,3 +196,39 @@ def test_the_loop_stops_at_its_bound_and_says_so(launch, monkeypatch, caplog):
         react.apply(Effects(say=[Say(author=HARNESS, text="start")]), room=launch)
     assert NestMessage.objects.filter(nest=launch).count() == react.MAX_DEPTH + 1
     assert any("chat loop bound hit" in r.getMessage() for r in caplog.records)
+
+
+# --- speaking rights, read directly ----------------------------------------------------------
+
+
+def test_rights_a_request_needs_trust_a_claim_a_regular_unless_given(launch):
+    from nests.actions.chat import rights
+    from tests.support.scripted_brain import give_rights
+
+    hugin = Crow.objects.get(name="Hugin")
+    rule = rights.refusal(hugin, kind="request", target=None, task_type="data", invocation=None)
+    assert rule == "only a trusted crow opens requests, and Hugin is a stranger for data"
+    assert rights.refusal(hugin, kind="say", target=None, task_type="data", invocation=None) == ""
+    opened = posted(launch, OWNER, "find the notes", kind="request", request_facts=("solo", "writing", []))
+    run(work.react, opened)
+    open_request = opened.request
+    assert "a stranger claims only a request it was given" in rights.refusal(
+        hugin, kind="claim", target=open_request, task_type="", invocation=None
+    )
+    assert "delivers on a request it claimed or was given" in rights.refusal(
+        hugin, kind="deliver", target=open_request, task_type="", invocation=None
+    )
+    given = posted(launch, OWNER, "@Hugin find them", kind="request", to="Hugin", request_facts=("solo", "writing", []))
+    run(work.react, given)
+    assert rights.refusal(hugin, kind="claim", target=given.request, task_type="", invocation=None) == ""
+    give_rights("Hugin")
+    assert rights.refusal(hugin, kind="claim", target=open_request, task_type="", invocation=None) == ""
+    quill = Crow.objects.get(name="Quill")
+    assert rights.refusal(quill, kind="request", target=None, task_type="data", invocation=None) == ""
+
+
+def test_work_says_the_rights_note_and_records_nothing(launch):
+    post = posted(launch, "Munin", "pull the numbers", rights_note="Munin's request launch-1 is kept as talk")
+    [line] = run(work.react, post).say
+    assert (line.author, line.to, line.refers_to, line.text) == (HARNESS, "Munin", post.message.msg_id, post.rights_note)
+    assert post.request is None and not ChatRequest.objects.exists()
