@@ -333,7 +333,7 @@ def store_message(post: CheckedMessage) -> NestMessage:
 
         message = say(
             room, author=post.author, text=post.body, kind=kind, to=addressee, refers_to=post.refers_to,
-            tagged_by=post.tag.tagged_by,
+            tagged_by=post.tag.tagged_by, room_locked=True,
         )
         if routed is not None:
             # Under the same lock as every claim: from now on a claim on the original is

@@ -29,15 +29,18 @@ def say(
     to: str = "",
     refers_to: str = "",
     tagged_by: str = "header",
+    room_locked: bool = False,
 ) -> NestMessage:
     """Store `text` as message `<nest_id>-<n>` and emit `nest.message`; commits with the
     caller. A text over the cap is cut (the harness words its own notices; a member's
-    post was checked against the cap before)."""
+    post was checked against the cap before). `room_locked`: `room` is the row the
+    caller locked in this transaction, so it is not locked (nor read) again."""
     if len(text) > TEXT_MAX:
         text = text[: TEXT_MAX - 1].rstrip() + "…"
-    with transaction.atomic():
+    # No savepoint: nothing here is retried on its own, and a post is one transaction.
+    with transaction.atomic(savepoint=False):
         lock_event_log()
-        locked = Nest.objects.select_for_update().get(pk=room.pk)
+        locked = room if room_locked else Nest.objects.select_for_update().get(pk=room.pk)
         n = locked.next_msg_n
         locked.next_msg_n = n + 1
         locked.save(update_fields=["next_msg_n"])
