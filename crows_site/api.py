@@ -17,6 +17,7 @@ from crows_site.middleware import too_large
 from crows_site.parser import StrictJsonParser
 from flock.db import DATABASE_AWAY, NOT_MIGRATED, RETRY_AFTER_S, database_away, lacks_migrations
 from flock.errors import CrowsError, RateLimited
+from flock.queries import roster_names
 from flock.schemas import API_ERROR, ID_MAX
 from flock.stream.consumer import CURSOR_MAX
 
@@ -101,8 +102,6 @@ def _state_the_roster(schema: OpenAPISchema) -> None:
     """A nest's core crows come from the living roster: the document names it as it stands
     when it is fetched (an enum), so a request it allows is not refused for a stranger. The
     roster changes only when a crow is hatched or retired."""
-    from flock.queries import roster_names
-
     nest_in = schema.get("components", {}).get("schemas", {}).get("NestIn")
     if nest_in is None:
         return

@@ -42,6 +42,7 @@ from django.http.request import split_domain_port, validate_host
 
 from crows_site.logins import COOKIE_NAME, failures, owner_session_is_live, token_matches, too_many_guesses
 from crows_site.middleware import HybridMiddleware
+from flock.db import DATABASE_AWAY, RETRY_AFTER_S, database_away
 
 # Set in the scope of a request OwnerGate let through, so the middleware does not decide
 # (and count a wrong token) a second time.
@@ -309,8 +310,6 @@ async def _answer(send: Send, response: HttpResponse) -> None:
 
 def _database_away(exc: DatabaseError) -> Refusal:
     """A login session that cannot be read: the database's own 503, as the API words it."""
-    from flock.db import DATABASE_AWAY, RETRY_AFTER_S, database_away
-
     if not database_away(exc):
         raise exc
     return Refusal(503, DATABASE_AWAY, headers=(("Retry-After", str(RETRY_AFTER_S)),))

@@ -1,39 +1,4 @@
-import logging
-
 from django.apps import AppConfig
-
-
-def _list_has_events(list_id: str) -> bool:
-    from flock.models import Event, PrunedStream
-
-    # A list's stream exists once the list does: list.started is written with the list.
-    # A list pruned by retention keeps its stream, which answers with stream.reset.
-    return (
-        Event.objects.filter(list_key=list_id).exists()
-        or PrunedStream.objects.filter(key=f"list:{list_id}").exists()
-    )
-
-
-def _check_default_brain() -> None:
-    from django.conf import settings
-    from django.core.exceptions import ImproperlyConfigured
-
-    from flock.brains import BrainSpecError, check_brain_spec, missing_key
-
-    # A brain that cannot think (an unknown provider, a missing model, a script file that
-    # is missing or malformed) stops start-up, naming it, rather than turning every crow's
-    # reply into an error later (docs/BRAINS.md).
-    try:
-        check_brain_spec(settings.CROWS_BRAIN)
-    except BrainSpecError as exc:
-        raise ImproperlyConfigured(f"CROWS_BRAIN: {exc}") from None
-    where = missing_key(settings.CROWS_BRAIN)
-    if where:
-        # Said once, where the owner looks (flock.brains.missing_key says why not fatal).
-        logging.getLogger("crows.brains").warning(
-            "CROWS_BRAIN=%s but no API key is set (%s): every call of the default brain will fail",
-            settings.CROWS_BRAIN, where,
-        )
 
 
 class FlockConfig(AppConfig):
@@ -41,13 +6,7 @@ class FlockConfig(AppConfig):
     verbose_name = "The flock"
 
     def ready(self) -> None:
-        from flock import worker
-        from flock.admin import check_every_panel
-        from flock.stream.consumer import register_stream_key
+        # Late: the checks and hooks import models, which need the app registry ready.
+        from flock.wiring import wire
 
-        # django.contrib.admin comes first in INSTALLED_APPS: every admin module is loaded.
-        check_every_panel()
-
-        worker.connect_signals()
-        _check_default_brain()
-        register_stream_key("list_id", _list_has_events)
+        wire()

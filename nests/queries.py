@@ -15,11 +15,20 @@ from flock import queries as flock_queries
 from flock.errors import BadInput, NotFound
 from flock.events import rfc3339
 from flock.models import Crow, Flight
-from flock.vocab import OWNER, REGULAR, STRANGER, TRUSTED  # noqa: F401  (dispatch and quill read them here)
-from nests.models import ChatRequest, Invocation, Nest, NestBudget, NestMessage
+from flock.vocab import OWNER, REGULAR, STRANGER, TRUSTED, MessageKind  # noqa: F401  (dispatch and quill read them here)
+from nests.models import ChatRequest, Claim, Invocation, Nest, NestBudget, NestMessage
+from nests.render import render_markdown
+from trust.models import Approval, Verdict
+from trust.queries import trust_level as ledger_level
 
 # Quill and Boss serve every room (docs/CHATROOM.md).
 EVERYWHERE_ROLES = (Crow.Role.ASSISTANT, Crow.Role.CHIEF_OF_STAFF)
+# Serve every room but never chat, so they are never invoked and have no direct chat.
+SILENT_ROLES = (Crow.Role.SENTRY, Crow.Role.ELDER)
+WHAT_THEY_DO: dict[str, str] = {
+    Crow.Role.SENTRY: "watches what crows post and speaks only in flags to the owner",
+    Crow.Role.ELDER: "merges several crows' answers in the list pipeline",
+}
 PAGE_MAX = 200
 PAGE_DEFAULT = 50
 RECENT_MESSAGES = 20
@@ -40,6 +49,16 @@ def direct_chat_crow(nest_id: str) -> Crow | None:
         if crow.name.lower() == wanted:
             return crow
     return None
+
+
+def silent_refusal(crow: Crow) -> str:
+    """Why `crow` has no direct chat, or "" when it has one."""
+    if crow.role not in SILENT_ROLES:
+        return ""
+    return (
+        f"dm-{crow.name.lower()} is refused: {crow.name} is not a chat participant (docs/CHATROOM.md, Rooms); "
+        f"it {WHAT_THEY_DO[crow.role]}. Ask Quill, your point of contact, instead"
+    )
 
 
 def room_exists(nest_id: str) -> bool:
@@ -78,8 +97,6 @@ def crow_members(nest: Nest) -> list[str]:
 def trust_level(crow: str, task_type: str) -> int:
     """A crow's level for a task type from the trust ledger: 0 stranger, 1 regular,
     2 trusted. A crow the ledger has never judged is a stranger."""
-    from trust.queries import trust_level as ledger_level
-
     return int(ledger_level(crow, task_type))
 
 
@@ -243,9 +260,7 @@ def delivery_html(message: NestMessage) -> str:
     """A delivery (an answer) and the owner's own message: its Markdown, rendered and
     sanitised as list answers are, bare URLs made links (docs/REVIEW.md); "" for every
     other message, which the page shows as plain text."""
-    from nests.render import render_markdown
-
-    return render_markdown(message.text) if message.kind == "deliver" or message.author == OWNER else ""
+    return render_markdown(message.text) if message.kind == MessageKind.DELIVER or message.author == OWNER else ""
 
 
 # --- requests and claims -----------------------------------------------------------------
@@ -254,7 +269,7 @@ def delivery_html(message: NestMessage) -> str:
 def request_status(request: ChatRequest) -> dict[str, Any]:
     claims = list(request.claims.select_related("message", "delivered"))
     declined = list(
-        NestMessage.objects.filter(nest=request.nest, kind="decline", refers_to=request.message.msg_id)
+        NestMessage.objects.filter(nest=request.nest, kind=MessageKind.DECLINE, refers_to=request.message.msg_id)
         .values_list("author", flat=True)
     )
     return {
@@ -283,8 +298,6 @@ def delivery_reviews(msg_ids: list[str]) -> dict[str, str]:
     """What the owner made of each chat delivery that waits for or got the owner's
     verdict: "waiting" (for the owner's approval) or the verdict ("approved", "rejected",
     "auto", "timeout"). A delivery nobody reviews is not in it."""
-    from trust.models import Approval, Verdict
-
     if not msg_ids:
         return {}
     reviews = {
@@ -357,3 +370,22 @@ def nest_detail(nest: Nest) -> dict[str, Any]:
         "requests": [request_status(r) for r in requests_in(nest)],
         "invocations": [invocation_record(i) for i in recent_invocations(nest)],
     }
+
+
+def request_for(nest: Nest, msg_id: str, *, _hops: int = 0) -> ChatRequest | None:
+    """The request a message refers to: the request itself, the request behind a claim,
+    or the request behind the expectation a nudge is about (a crow answering
+    `[RESULT <nudge id>]` delivers on the work it was nudged for)."""
+    if not msg_id:
+        return None
+    found = ChatRequest.objects.filter(nest=nest, message__msg_id=msg_id).first()
+    if found is not None:
+        return found
+    claim = Claim.objects.filter(message__nest=nest, message__msg_id=msg_id).select_related("request").first()
+    if claim is not None:
+        return claim.request
+    if _hops == 0:
+        nudge = NestMessage.objects.filter(nest=nest, msg_id=msg_id, kind=MessageKind.NUDGE).values_list("refers_to", flat=True).first()
+        if nudge and nudge != msg_id:
+            return request_for(nest, nudge, _hops=1)
+    return None

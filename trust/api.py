@@ -11,6 +11,7 @@ from flock import queries as flock_queries
 from flock.api import crow_out
 from flock.errors import BadInput, NotFound
 from flock.schemas import CrowOut, IdParam, errors
+from flock.vocab import OWNER
 from trust import actions, queries
 from trust.schemas import DecisionAnswerIn, DecisionOut, ReinstateIn, TrustLedgerOut, VerdictIn
 
@@ -53,7 +54,7 @@ def get_decision(request: HttpRequest, decision_id: IdParam) -> dict[str, Any]:
 
 @router.post("/decisions/{decision_id}", response={200: DecisionOut, **errors(404, 409, write=True)})
 def answer_decision(request: HttpRequest, decision_id: IdParam, payload: DecisionAnswerIn) -> dict[str, Any]:
-    decision = actions.answer_decision(decision_id, answer=payload.answer, by="owner")
+    decision = actions.answer_decision(decision_id, answer=payload.answer, by=OWNER)
     return queries.decision_record(decision)
 
 
@@ -62,4 +63,4 @@ def reinstate_crow(request: HttpRequest, name: IdParam, payload: ReinstateIn) ->
     """Lift a crow's quarantine now, with or without an open decision: the owner's own
     later yes after "Keep quarantined" or a decision that timed out (an extension,
     docs/GOVERNANCE.md). A decision still open about the crow closes as `reinstated`."""
-    return crow_out(actions.reinstate_crow(name, by="owner"))
+    return crow_out(actions.reinstate_crow(name, by=OWNER))

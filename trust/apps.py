@@ -6,14 +6,7 @@ class TrustConfig(AppConfig):
     verbose_name = "Trust"
 
     def ready(self) -> None:
-        from crows_site.state import register_snapshot_part
-        from flock import worker
-        from trust import queries
-        from trust.actions import reschedule_decision_timeouts, reschedule_timeouts
+        # Late: the hooks' modules import models, which need the app registry ready.
+        from trust.wiring import wire
 
-        register_snapshot_part("pending_approvals", queries.pending_approvals)
-        register_snapshot_part("open_decisions", queries.open_decisions)
-        # Approvals waiting across a restart must still time out (docs/LISTS.md).
-        worker.on_start(reschedule_timeouts)
-        # So must open owner decisions (docs/GOVERNANCE.md).
-        worker.on_start(reschedule_decision_timeouts)
+        wire()

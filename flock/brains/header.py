@@ -13,6 +13,10 @@ first line                 kind      fields
 ``[REFER <name>] ...``     refer     ``refers_to`` = "", ``reason`` = name
 =========================  ========  ==========================================
 
+AGENT_PROTOCOL's acknowledgement form ``[ACK:<msg_id>]`` is read as ``[ACK <msg_id>]``, and
+any header may name its sender right after the bracket, ``[from <sender>]`` (kept in
+``sender`` and taken off the text with the bracket).
+
 For the verbs that carry a msg_id, ``reason`` is the rest of the first line after the
 bracket, trimmed (a decline's or no-action's reason; for the others, the opening words).
 ``[REFER <name>]`` names an artifact, not a message, so ``refers_to`` stays empty and the
@@ -58,10 +62,14 @@ BARE_HEADER_WORDS: dict[str, str] = {
 }
 
 # ASCII digits only: `\d` would also accept other scripts' digits, which no msg_id has.
+# AGENT_PROTOCOL writes an acknowledgement `[ACK:<id>]` (the colon form, ACK only) and lets
+# any header name its sender after it, `[from <sender>]`.
+_FROM = r"(?:[ \t]*\[from ([A-Za-z0-9_-]{1,40})\])?"
 _MSG_ID_HEADER_RE = re.compile(
-    r"[ \t]*\[(CLAIM|RESULT|DECLINE|ACK|NO-ACTION) (" + MSG_ID_PATTERN + r")\](.*)", re.DOTALL
+    r"[ \t]*\[(?:(CLAIM|RESULT|DECLINE|ACK|NO-ACTION) |(ACK):)(" + MSG_ID_PATTERN + r")\]" + _FROM + r"(.*)",
+    re.DOTALL,
 )
-_REFER_HEADER_RE = re.compile(r"[ \t]*\[REFER (" + REFER_NAME_PATTERN + r")\](.*)", re.DOTALL)
+_REFER_HEADER_RE = re.compile(r"[ \t]*\[REFER (" + REFER_NAME_PATTERN + r")\]" + _FROM + r"(.*)", re.DOTALL)
 
 _FOOTER_TEMPLATE = (
     "Reply: [ACK {id}] seen | [CLAIM {id}] mine | [RESULT {id}] done | [DECLINE {id}] | [NO-ACTION {id}]."
@@ -76,6 +84,7 @@ class Header:
     refers_to: str
     reason: str
     verb: str
+    sender: str = ""  # the `[from <sender>]` after the bracket, if any
 
 
 def _split_first_line(text: str) -> tuple[str, str | None]:
@@ -88,12 +97,13 @@ def _match(first_line: str) -> tuple[Header, str] | None:
     """The header on ``first_line`` and the text after its bracket, or None."""
     m = _MSG_ID_HEADER_RE.fullmatch(first_line)
     if m is not None:
-        verb, msg_id, after = m.group(1), m.group(2), m.group(3)
-        return Header(kind=VERB_KINDS[verb], refers_to=msg_id, reason=after.strip(), verb=verb), after
+        verb, msg_id, sender, after = m.group(1) or m.group(2), m.group(3), m.group(4) or "", m.group(5)
+        header = Header(kind=VERB_KINDS[verb], refers_to=msg_id, reason=after.strip(), verb=verb, sender=sender)
+        return header, after
     m = _REFER_HEADER_RE.fullmatch(first_line)
     if m is not None:
-        name, after = m.group(1), m.group(2)
-        return Header(kind="refer", refers_to="", reason=name, verb="REFER"), after
+        name, sender, after = m.group(1), m.group(2) or "", m.group(3)
+        return Header(kind="refer", refers_to="", reason=name, verb="REFER", sender=sender), after
     return None
 
 

@@ -34,20 +34,21 @@ def stream_key(column: str, key: str) -> str:
     return "*" if not column else f"{column.split('_')[0]}:{key}"
 
 
-def reset_frame(column: str, key: str, *, reason: str, **facts: int) -> bytes:
+def reset_frame(column: str, key: str, *, reason: str, continue_from: int, **facts: int) -> bytes:
     """A `stream.reset` frame: the stream's list_id or nest_id, `reason`, its facts and
-    `ts`. No `id:` line, so the client's cursor stays where it was."""
+    `ts`, with an `id:` line, as every SSE message has (EVENTS.md): `continue_from`, the
+    cursor the client goes on from (the pruned mark, or the log's newest id)."""
     payload: dict[str, object] = {}
     if column:
         payload["list_id" if column == "list_key" else "nest_id"] = key
     payload.update({"reason": reason, **facts, "ts": rfc3339(timezone.now())})
     data = json.dumps(payload, separators=(",", ":"))
-    return f"event: {STREAM_RESET}\ndata: {data}\n\n".encode()
+    return f"id: {continue_from}\nevent: {STREAM_RESET}\ndata: {data}\n\n".encode()
 
 
 def stale_cursor_frame(column: str, key: str, cursor: int) -> bytes | None:
     """The `stream.reset` frame for a client at `cursor`, or None when nothing it has not
-    seen was pruned. The frame has no `id:`, so the client's cursor stays where it was."""
+    seen was pruned. Its `id:` is the pruned mark: every event after it is kept."""
     try:
         through = (
             PrunedStream.objects.filter(key=stream_key(column, key)).values_list("through_id", flat=True).first()
@@ -56,7 +57,7 @@ def stale_cursor_frame(column: str, key: str, cursor: int) -> bytes | None:
         close_old_connections()
     if through is None or cursor >= through:
         return None
-    return reset_frame(column, key, reason="retention", cursor=cursor, pruned_through=through)
+    return reset_frame(column, key, reason="retention", continue_from=through, cursor=cursor, pruned_through=through)
 
 
 def ahead_cursor_frame(column: str, key: str, cursor: int) -> tuple[bytes | None, int]:
@@ -70,7 +71,7 @@ def ahead_cursor_frame(column: str, key: str, cursor: int) -> tuple[bytes | None
         close_old_connections()
     if cursor <= newest:
         return None, cursor
-    return reset_frame(column, key, reason="ahead", cursor=cursor, newest_id=newest), newest
+    return reset_frame(column, key, reason="ahead", continue_from=newest, cursor=cursor, newest_id=newest), newest
 
 
 def prune_marks(doomed: QuerySet[Event]) -> dict[str, int]:

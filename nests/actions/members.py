@@ -11,6 +11,7 @@ from django.db import transaction
 from flock import queries as flock_queries
 from flock.errors import BadInput, Conflict, NotFound
 from flock.events import emit, register_event_names
+from nests.actions.chat.moderator import stop_for_grounded
 from nests.actions.rooms import MAX_CORE, MIN_CORE
 from nests.models import Nest
 
@@ -63,7 +64,5 @@ def remove_nest_member(nest_id: str, crow: str, *, by: str) -> Nest:
         nest.core = [c for c in nest.core if c != name]
         _changed(nest, by=by, added=[], removed=[name])
         # A debate in this room cannot go on without it (docs/GOVERNANCE.md).
-        from nests.actions.chat.debates import stop_for_grounded
-
         stop_for_grounded(name, "left the room", nest=nest)
     return nest

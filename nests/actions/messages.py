@@ -1,18 +1,17 @@
-"""Posting a message to a nest: the one path for the owner, crows (the API and their
-brains alike) and the harness. It is two steps, after Zulip's check_* / do_* split:
+"""Posting a member's message to a nest: the one path for the owner and crows (over the API
+and from their brains alike). It is two steps, after Zulip's check_* / do_* split:
 
 - `check_message` (outside any transaction): validate the body (so an invalid post never
   counts against the poster's rate), admit it against the poster's rate (strikes keyed
   owner vs crow:<name>), and tag its kind with Jev (docs/CHATROOM.md "Tagging"; Jev may load a
   model, which must not happen under a lock). It returns a `CheckedMessage`.
 - `store_message` (one transaction, under the room's row lock): decide a claim (first
-  claim wins), let the Sentry read a crow's claim or deliver, number and store the
-  message, emit `nest.message`, log the tags, then `_follow_up`: a breach goes to the
-  Sentry, the owner's exact decision phrase answers that decision, and otherwise the
-  request/claim/deliver bookkeeping is recorded and dispatch may invoke one crow.
+  claim wins), let the Sentry read a crow's claim or deliver, then `say` it (number,
+  store, emit `nest.message`: nests.actions.chat.room), log the tags, and hand it to the
+  chat core's loop (nests.actions.chat.react), whose reactors decide what it causes.
 
-`post_message` is the two in a row. This is the chatroom's one loop: a message is
-dispatched to a crow, whose reply is posted here again.
+`post_message` is the two in a row. The harness never posts here: its notices, nudges,
+flags and a moderator's cues are said by the loop, or by `say` itself.
 """
 
 from __future__ import annotations
@@ -28,29 +27,26 @@ from flock import jev as jev_service
 from flock.actions import log_jev_tag
 from flock.brains.header import header_body, missing_reason, parse_header
 from flock.errors import BadInput, Conflict, NotFound
-from flock.events import emit, lock_event_log, register_event_names
+from flock.events import lock_event_log
 from flock.jev.fit import warm_fit_score
 from flock.jev.questions import DEFAULT_HIGH_THRESHOLD
 from flock.models import Crow
-from flock.vocab import CROW_KINDS, HARNESS, KINDS, OWNER, REPLY_KINDS, MessageKind
+from flock.vocab import CROW_KINDS, KINDS, OWNER, REPLY_KINDS, MessageKind
 from nests import queries
 from nests.actions.chat import claims as chat_claims
-from nests.actions.chat import debates, deliveries, expectations, orchestration, sentry
-from nests.actions.chat.dispatch import route_message
+from nests.actions.chat import expectations, rights, sentry
+from nests.actions.chat.effects import Posted
+from nests.actions.chat.react import react
+from nests.actions.chat.room import TEXT_MAX, say
 from nests.actions.rooms import ensure_direct_chat
-from nests.models import ChatRequest, Claim, Nest, NestMessage
-from trust.actions import answer_decision
+from nests.models import ChatRequest, Nest, NestMessage
 from trust.actions.strikes import admit_post, poster_key
-from trust.queries import open_decision_by_phrase
 
 if TYPE_CHECKING:
     from nests.models import Invocation
 
-register_event_names("nest.message")
-
 log = logging.getLogger("crows.chat")
 
-TEXT_MAX = 2000
 MENTION = re.compile(r"(?<![\w@])@([A-Za-z][A-Za-z0-9_-]{0,39})")
 # Pipeline modes map onto the chatroom's claim classes: a murder is a conspiracy.
 MODE_CLASSES = {"solo": "solo", "split": "split", "murder": "conspiracy"}
@@ -178,7 +174,7 @@ class CheckedMessage:
 
     nest: Nest
     author: str
-    crow: Crow | None  # the posting crow; None for the owner and the harness
+    crow: Crow | None  # the posting crow; None for the owner
     body: str  # the text to store (without a bracket header)
     jev_text: str  # the text as written, as Jev read it
     header: str  # the poster's own word on the kind ("" if none)
@@ -187,7 +183,6 @@ class CheckedMessage:
     members: list[str]
     tag: Tag
     request_facts: tuple[str, str, list[Any]] | None
-    harness: bool
     invocation: Invocation | None
     on_behalf_of: str
     relayed_from: str
@@ -219,7 +214,6 @@ def check_message(
     to: object = None,
     kind: object = None,
     refers_to: object = None,
-    tagged_by: str | None = None,
     invocation: Invocation | None = None,
     on_behalf_of: str = "",
     relayed_from: str = "",
@@ -231,15 +225,14 @@ def check_message(
     _validate_shape(author, text, to, kind, refers_to)
     assert isinstance(author, str) and isinstance(text, str)
     author = author.strip()
-    harness = tagged_by is not None
     jev_text = text.strip()
     header = (kind or "").strip() if isinstance(kind, str) else ""
     refers = (refers_to or "").strip() if isinstance(refers_to, str) else ""
     # Jev reads the text as written; the stored body loses a bracket header, which lives
     # on as the kind and refers_to. A reply the Sentry is flagging is kept word for word.
     body = jev_text
-    parsed = None if harness or finding is not None else parse_header(jev_text)
-    if not harness and invocation is None and author != OWNER:
+    parsed = None if finding is not None else parse_header(jev_text)
+    if invocation is None and author != OWNER:
         # The protocol has no [NUDGE …] or [FLAG …] for crows: over the API it is refused as
         # the kind is; a brain's reply opening so is a breach the Sentry flags instead. (The
         # owner's words are the owner's: such a text is stored as said.)
@@ -262,9 +255,8 @@ def check_message(
 
     nest = open_room(nest_id)
     members = queries.crow_members(nest)
-    crow = None if author == OWNER or harness else Crow.objects.filter(name=author).first()
-    if not harness:
-        _check_poster(nest, author, crow, header, members)
+    crow = None if author == OWNER else Crow.objects.filter(name=author).first()
+    _check_poster(nest, author, crow, header, members)
     if addressee and addressee != OWNER and addressee not in members:
         raise BadInput(f"to must be the owner or a member of {nest.nest_id}, not {addressee!r}")
     # Messages are never edited or deleted, so this check outside the lock stays true.
@@ -274,7 +266,7 @@ def check_message(
     if finding is not None:
         # The breaching reply is evidence: it skips Jev and the rate, and is a plain say.
         tag = Tag(MessageKind.SAY, "header", None)
-    elif not harness:
+    else:
         admit_post(poster_key(owner=True) if author == OWNER else poster_key(crow=author), kind="nest")
         if fixed_kind:
             # The harness worded it for a crow (Boss's and Quill's fixed answers): the header
@@ -282,17 +274,15 @@ def check_message(
             tag = Tag(header or MessageKind.SAY, "header", None)
         else:
             tag = tag_kind(jev_text, header, kinds=OWNER_KINDS if author == OWNER else CROW_KINDS)
-    else:
-        tag = Tag(header or MessageKind.SAY, tagged_by or "header", None)
     request_facts = _request_facts(body) if tag.kind == MessageKind.REQUEST else None
     if tag.kind in (MessageKind.REQUEST, *REPLY_KINDS):
         _warm_fit()
     # Jev's `expectation` question reads owner and crow messages, outside the transaction.
-    expectation_answer = expectations.read_expectation(jev_text) if not harness and finding is None else None
+    expectation_answer = expectations.read_expectation(jev_text) if finding is None else None
     return CheckedMessage(
         nest=nest, author=author, crow=crow, body=body, jev_text=jev_text, header=header,
         refers_to=refers, to=addressee, members=members, tag=tag, request_facts=request_facts,
-        harness=harness, invocation=invocation, on_behalf_of=on_behalf_of, relayed_from=relayed_from,
+        invocation=invocation, on_behalf_of=on_behalf_of, relayed_from=relayed_from,
         finding=finding, expectation_answer=expectation_answer,
     )
 
@@ -314,7 +304,7 @@ def store_message(post: CheckedMessage) -> NestMessage:
                 # A brain's late claim stays in the room as a review comment (docs/CHATROOM.md).
                 kind, claiming = MessageKind.SAY, False
         finding = post.finding
-        if finding is None and not post.harness:
+        if finding is None:
             # The Sentry judges what the crow meant to do: its own header counts as much as
             # Jev's tag (a [RESULT x] that Jev reads as talk is still a delivery attempt).
             judged = target or (
@@ -324,6 +314,14 @@ def store_message(post: CheckedMessage) -> NestMessage:
                 author=post.author, crow=post.crow, kind=kind, header=post.header, target=judged,
                 invocation=post.invocation,
             )
+        # Speaking rights (nests/actions/chat/rights.py): a post that would do more than the
+        # crow's trust allows is kept as talk, and the harness says which rule.
+        rule, meant = "", kind
+        if finding is None and post.crow is not None and kind in (MessageKind.REQUEST, MessageKind.CLAIM, MessageKind.DELIVER):
+            task_type = post.request_facts[1] if post.request_facts is not None else "chat"
+            rule = rights.refusal(post.crow, kind=kind, target=target, task_type=task_type, invocation=post.invocation)
+            if rule:
+                kind, claiming, target = MessageKind.SAY, False, None
         addressee = post.to
         if not addressee:
             if kind in REPLY_KINDS and target is not None and target.requester != post.author:
@@ -333,14 +331,10 @@ def store_message(post: CheckedMessage) -> NestMessage:
 
         routed = _still_to_route(room, post)
 
-        n = room.next_msg_n
-        room.next_msg_n = n + 1
-        room.save(update_fields=["next_msg_n"])
-        message = NestMessage.objects.create(
-            nest=room, n=n, msg_id=f"{room.nest_id}-{n}", kind=kind, author=post.author,
-            text=post.body, to=addressee, refers_to=post.refers_to, tagged_by=post.tag.tagged_by,
+        message = say(
+            room, author=post.author, text=post.body, kind=kind, to=addressee, refers_to=post.refers_to,
+            tagged_by=post.tag.tagged_by, room_locked=True,
         )
-        emit("nest.message", message.record(), nest_id=room.nest_id)
         if routed is not None:
             # Under the same lock as every claim: from now on a claim on the original is
             # told where it went.
@@ -360,7 +354,12 @@ def store_message(post: CheckedMessage) -> NestMessage:
             # The reply and its invocation commit together, so a re-run after a crash sees
             # the reply already posted and does not post a second one.
             type(post.invocation).objects.filter(pk=post.invocation.pk).update(reply=message)
-        _follow_up(post, message, room=room, target=target, claiming=claiming, finding=finding)
+        react(Posted(
+            room=room, message=message, crow=post.crow, invocation=post.invocation, on_behalf_of=post.on_behalf_of,
+            relayed_from=post.relayed_from, finding=finding, target=target, claiming=claiming,
+            request_facts=post.request_facts if not rule else None, expectation_answer=post.expectation_answer,
+            rights_note=rights.note(post.author, meant, message.msg_id, rule) if rule else "",
+        ))
     return message
 
 
@@ -378,84 +377,6 @@ def _still_to_route(room: Nest, post: CheckedMessage) -> ChatRequest | None:
     return routed
 
 
-def _follow_up(
-    post: CheckedMessage,
-    message: NestMessage,
-    *,
-    room: Nest,
-    target: ChatRequest | None,
-    claiming: bool,
-    finding: sentry.Finding | None,
-) -> None:
-    """What a stored message causes, in its transaction."""
-    if finding is not None and post.crow is not None:
-        # A breach: the crow is quarantined, flagged and put to the owner; its message
-        # changes nothing else and calls no one.
-        sentry.flag_breach(post.crow, nest=room, finding=finding, offending=message.msg_id)
-        return
-    if post.author == OWNER:
-        decision = open_decision_by_phrase(room.nest_id, post.body)
-        if decision is not None:
-            # The owner said the exact phrase in the room: that answers the decision,
-            # unless it timed out a moment ago (closed as such): then it is only said.
-            try:
-                answer_decision(decision, answer=post.body, by=OWNER)
-            except NotFound:
-                pass
-            else:
-                return
-
-    request, claim = _record_work(post, message, target=target, claiming=claiming)
-    # Quill carrying the owner's words into another room speaks for the owner there, so
-    # that room gets the owner's turn; routing inside one room does not, or one owner
-    # message would buy two turns.
-    owner_turn = post.author == OWNER or (
-        post.on_behalf_of == OWNER
-        and bool(post.relayed_from)
-        and not NestMessage.objects.filter(nest=room, msg_id=post.relayed_from).exists()
-    )
-    invoked = route_message(message, claim=claim, request=request, parent=post.invocation, owner_turn=owner_turn)
-    # Work that doesn't stall (docs/GOVERNANCE.md): the expectation ledger scores the room
-    # and records what this message creates; a debate moves on; a pick is scored.
-    expectations.on_message(message, request=request, claim=claim, invocation=invoked, answer=post.expectation_answer)
-    debates.after_post(message, invocation=post.invocation)
-    opened = request if request is not None and request.message_id == message.id else None
-    orchestration.after_post(message, request=opened)
-    notice = sentry.quarantine_notice(message, invoked=invoked)
-    if notice:
-        # A quarantined crow never answers; the one who addressed it hears why.
-        post_message(
-            room.nest_id, author=HARNESS, text=notice, kind=MessageKind.SAY,
-            to=post.author, refers_to=message.msg_id, tagged_by="header",
-        )
-
-
-def _record_work(
-    post: CheckedMessage, message: NestMessage, *, target: ChatRequest | None, claiming: bool
-) -> tuple[ChatRequest | None, Claim | None]:
-    """The request a message opens or answers, and the claim it makes (if it stood)."""
-    crow = post.crow
-    if message.kind == MessageKind.REQUEST and post.request_facts is not None:
-        mode, task_type, answers = post.request_facts
-        for answer in answers:
-            log_jev_tag(answer, subject=message.msg_id, text=post.body, outcome={"mode": mode, "task_type": task_type})
-        request = chat_claims.record_request(
-            message, mode=mode, task_type=task_type, requester=post.on_behalf_of, relayed_from=post.relayed_from
-        )
-        return request, None
-    if target is None:
-        return None, None
-    if claiming:
-        lens = crow.strength if crow is not None and target.mode == ChatRequest.Mode.CONSPIRACY else ""
-        return target, chat_claims.claim_request(target, crow=post.author, message=message, lens=lens)
-    if message.kind == MessageKind.DELIVER and crow is not None:
-        chat_claims.record_deliver(target, crow=post.author, message=message)
-        deliveries.review_delivery(message, request=target, crow=crow)
-    elif message.kind == MessageKind.DECLINE and crow is not None:
-        chat_claims.record_decline(target, crow=post.author)
-    return target, None
-
-
 def post_message(
     nest_id: str,
     *,
@@ -464,21 +385,19 @@ def post_message(
     to: object = None,
     kind: object = None,
     refers_to: object = None,
-    tagged_by: str | None = None,
     invocation: Invocation | None = None,
     on_behalf_of: str = "",
     relayed_from: str = "",
     finding: sentry.Finding | None = None,
     fixed_kind: bool = False,
 ) -> NestMessage:
-    """Validate, rate-limit, tag and store one message numbered `<nest_id>-<n>`, emit
-    `nest.message`, and let dispatch invoke the one crow it calls for (if any).
+    """Validate, rate-limit, tag and store one member's message numbered `<nest_id>-<n>`,
+    emit `nest.message`, and run the chat core's reactors on it (dispatch may invoke the one
+    crow it calls for).
 
     `kind` is the poster's structured header (a crow's own word on what it is saying); a
     bracket header on the text's first line (`[CLAIM launch-1] ...`) serves the same way
-    and is taken off the stored text. `tagged_by` is set only by the harness for its own
-    messages (nudges, budget notices, flags), which skip Jev and the rate limit.
-    `invocation` marks a brain's reply: a refused claim then becomes a review `say`
+    and is taken off the stored text. `invocation` marks a brain's reply: a refused claim then becomes a review `say`
     instead of a 409. `on_behalf_of`/`relayed_from` are for Quill carrying the owner's
     request: the request goes back to the owner, and the room's turn is granted as if
     the owner had spoken. `finding` is the Sentry's reading of a brain's reply before it
@@ -487,8 +406,7 @@ def post_message(
     answers on Boss's and Quill's behalf)."""
     return store_message(
         check_message(
-            nest_id, author=author, text=text, to=to, kind=kind, refers_to=refers_to, tagged_by=tagged_by,
-            invocation=invocation, on_behalf_of=on_behalf_of, relayed_from=relayed_from, finding=finding,
+            nest_id, author=author, text=text, to=to, kind=kind, refers_to=refers_to, invocation=invocation, on_behalf_of=on_behalf_of, relayed_from=relayed_from, finding=finding,
             fixed_kind=fixed_kind,
         )
     )

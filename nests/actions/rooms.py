@@ -10,6 +10,7 @@ from django.db import IntegrityError, transaction
 from flock import queries as flock_queries
 from flock.errors import BadInput, Conflict
 from flock.events import emit, register_event_names
+from flock.models import Crow
 from nests import queries
 from nests.models import Nest
 
@@ -55,6 +56,9 @@ def create_nest(name: object, *, crows: object, created_by: str = "owner") -> Ne
         raise BadInput(
             f"not in the roster: {', '.join(strangers)} (the roster is {', '.join(roster)})"
         )
+    silent = queries.direct_chat_crow(nest_id)
+    if silent is not None and queries.silent_refusal(silent):
+        raise BadInput(queries.silent_refusal(silent))
     if nest_id.startswith(DIRECT_PREFIX):
         raise Conflict(f"nest ids starting with {DIRECT_PREFIX!r} are kept for direct chats")
 
@@ -78,7 +82,12 @@ def create_nest(name: object, *, crows: object, created_by: str = "owner") -> Ne
 
 
 def ensure_direct_chat(crow_name: str) -> Nest:
-    """The owner's direct chat with one crow, created on first use."""
+    """The owner's direct chat with one crow, created on first use. The Sentry and the
+    Elder have none: BadInput, naming the rule."""
+    crow = Crow.objects.filter(name=crow_name).first()
+    refusal = queries.silent_refusal(crow) if crow is not None else ""
+    if refusal:
+        raise BadInput(refusal)
     nest_id = f"{DIRECT_PREFIX}{crow_name.lower()}"
     with transaction.atomic():
         nest, _ = Nest.objects.get_or_create(

@@ -7,6 +7,7 @@ from ninja import Router, Status
 
 from flock.errors import NotFound
 from flock.schemas import IdParam, errors
+from flock.vocab import OWNER
 from nests import queries_lists
 from nests.actions import post_list
 from nests.actions.lists import retry_item
@@ -32,5 +33,5 @@ def read_list(request: HttpRequest, list_id: IdParam) -> dict[str, object]:
 @router.post("/items/{item_id}/retry", response={202: RetryOut, **errors(404, 409, write=True)})
 def retry(request: HttpRequest, item_id: IdParam, payload: RetryIn) -> Status[dict]:
     """Fly a rejected, timed-out or overruled item again with the owner's note."""
-    item = retry_item(item_id, note=payload.note, by="owner")
+    item = retry_item(item_id, note=payload.note, by=OWNER)
     return Status(202, {"item_id": item.item_id, "list_id": item.todo_list.list_id, "attempt": item.attempt})

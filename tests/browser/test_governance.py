@@ -193,6 +193,14 @@ def test_a_retired_crows_page_says_who_it_was_and_offers_no_chat(flock, open_pag
     expect(page.locator("#crow-dm")).to_be_hidden()
 
 
+def test_the_sentry_and_the_elder_pages_offer_no_direct_chat(flock, open_page) -> None:
+    # They are not chat participants (docs/CHATROOM.md): dm-sentry and dm-elder are a 400.
+    for name in ("Sentry", "Elder"):
+        page = open_page(flock.url + f"/crows/{name}")
+        expect(page.locator("#crow-epithet")).not_to_be_empty()
+        expect(page.locator("#crow-dm")).to_be_hidden()
+
+
 def test_retiring_from_a_decision_card_asks_first(governed, open_page) -> None:
     r = governed.post("/api/nests/todo/messages", {"author": "owner", "text": "@Rook hello there"})
     assert r.status_code == 201, r.text

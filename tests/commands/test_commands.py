@@ -208,16 +208,18 @@ def test_a_cursor_older_than_what_is_kept_gets_a_stream_reset_frame():
     _age(10)
     run("prune", "--older-than", "5", "--yes")
     frame = stale_cursor_frame("", "", first)
-    assert frame is not None and frame.startswith(b"event: stream.reset\ndata: ")
+    assert frame is not None
     payload = json.loads(frame.decode().split("data: ", 1)[1])
     assert payload["reason"] == "retention" and payload["cursor"] == first and payload["pruned_through"] > first
+    # The frame's id is the cursor to go on from: the pruned mark (EVENTS.md: every SSE message has one).
+    assert frame.startswith(f"id: {payload['pruned_through']}\nevent: stream.reset\ndata: ".encode())
     assert "ts" in payload
     newest = PrunedStream.objects.get(key="*").through_id
     assert stale_cursor_frame("", "", newest) is None
 
 
 def test_a_pruned_lists_stream_still_opens_and_says_stream_reset():
-    from flock.apps import _list_has_events
+    from flock.wiring import _list_has_events
 
     trust_everyone()
     todo = run_list("write a limerick about rooks")

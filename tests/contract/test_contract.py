@@ -1248,6 +1248,11 @@ def test_racing_claims_first_wins(plain: LiveServer, room: str) -> None:
                              "kind": "request", "to": "owner"}).json()
     if request["kind"] != "request":
         pytest.skip("Jev did not read this as a request")
+    # Speaking rights (docs/CHATROOM.md): a regular may claim an open request; a stranger
+    # only one it was given.
+    seeded = plain.manage("shell", "-c", "from trust.actions import seed_trust; from flock.personas import TASK_TYPES; "
+        "[seed_trust(c, task_type=t, level=1) for c in ('Inky', 'Pepper') for t in TASK_TYPES]")
+    assert seeded.returncode == 0, seeded.stderr
     results: list[httpx.Response] = []
     barrier = threading.Barrier(2)
 

@@ -64,7 +64,7 @@ def test_each_verb_maps_to_its_kind_and_the_id_becomes_refers_to(text, expected)
         "[CLAIM todo-3 ] space before the bracket",
         "[CLAIM  todo-3] two spaces",
         "[CLAIM:todo-3] the colon form",
-        "[ACK:7fce46e0] [from 646]",
+        "[ACK:7fce46e0] [from 646]",  # the protocol's example: a bare hex id is no msg_id
         "[WO:7fce46e0] [from super] a work order",
         "[NUDGE todo-3] [nudge 1/3] the harness's verb",
         "[TOOL followup.create {}]",
@@ -177,3 +177,17 @@ def test_generated_refer_headers_round_trip(name, rest):
 )
 def test_a_header_after_the_first_line_never_counts(verb, msg_id, first_line):
     assert parse_header(f"{first_line}\n[{verb} {msg_id}] hi") is None
+
+
+@pytest.mark.parametrize(
+    "text, header, body",
+    [
+        ("[ACK:todo-3] seen", Header("say", "todo-3", "seen", "ACK"), "seen"),
+        ("[ACK:todo-3] [from Hugin]", Header("say", "todo-3", "", "ACK", sender="Hugin"), ""),
+        ("[CLAIM todo-3] [from Hugin] mine", Header("claim", "todo-3", "mine", "CLAIM", sender="Hugin"), "mine"),
+        ("[REFER notes.md] [from Munin] see it", Header("refer", "", "notes.md", "REFER", sender="Munin"), "notes.md: see it"),
+    ],
+)
+def test_the_protocols_ack_colon_and_from_sender_forms_are_read(text, header, body):
+    assert parse_header(text) == header
+    assert strip_header(text) == body

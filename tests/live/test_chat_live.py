@@ -65,6 +65,10 @@ def test_two_crows_claiming_one_request_at_the_same_moment_one_stands_one_gets_4
         {"author": "owner", "text": "Could someone please find the launch notes?", "kind": "request"},
     )
     assert r.status_code == 201 and r.json()["kind"] == "request", r.text
+    # Speaking rights (docs/CHATROOM.md): regulars may claim an open request.
+    seeded = server.manage("shell", "-c", "from trust.actions import seed_trust; from flock.personas import TASK_TYPES; "
+        "[seed_trust(c, task_type=t, level=1) for c in ('Hugin', 'Munin') for t in TASK_TYPES]")
+    assert seeded.returncode == 0, seeded.stderr
     barrier = threading.Barrier(2)
     results: dict[str, httpx.Response] = {}
 

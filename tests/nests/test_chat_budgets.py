@@ -15,7 +15,7 @@ from django.utils import timezone
 from flock import worker
 from nests.actions import create_nest, post_message
 from nests.actions.chat.budgets import read_budget, top_up_budget
-from nests.models import Invocation, NestBudget, NestMessage
+from nests.models import Expectation, Invocation, NestBudget, NestMessage
 from tests.support import scripted_brain as chat_support
 from tests.support.scripted_brain import make_trusted, run_crows
 
@@ -178,3 +178,26 @@ def test_with_no_exchanges_per_turn_crows_stay_silent_and_nothing_is_announced(l
     post_message("launch", author="owner", text="@Hugin please summarise the launch notes", kind="request")
     run_crows()
     assert NestMessage.objects.filter(nest=launch).count() == 1
+
+
+def test_a_crow_a_spent_turn_did_not_invoke_is_named_kept_open_and_answers_on_the_next_turn(launch, settings, pass_the_parcel):
+    settings.CROWS_EXCHANGES_PER_TURN = 1
+    post_message("launch", author="owner", text="@Hugin could you help with the launch?", kind="request")
+    run_crows()
+    asked = NestMessage.objects.get(author="Hugin")
+    assert (asked.kind, asked.to) == ("request", "Munin")
+    waiting = Invocation.objects.get(crow="Munin")
+    assert (waiting.status, waiting.error) == ("skipped", "budget spent")
+    # The room hears who was not invoked, once, and how the owner gives it a turn.
+    [notice] = [n for n in NestMessage.objects.filter(author="harness") if "was not invoked" in n.text]
+    assert (notice.to, notice.refers_to) == ("owner", asked.msg_id)
+    assert f"Munin was not invoked for {asked.msg_id}" in notice.text and "post again, or top up" in notice.text
+    # The request stays open in the ledger.
+    exp = Expectation.objects.get(crow="Munin")
+    assert (exp.check_name, exp.status, exp.message_id) == ("requester_answer", "open", asked.pk)
+    post_message("launch", author="owner", text="carry on, all")
+    waiting.refresh_from_db()
+    assert waiting.status == "queued" and waiting.turn == read_budget(launch).turn
+    run_crows()
+    assert NestMessage.objects.filter(author="Munin").exists()
+    assert Invocation.objects.get(pk=waiting.pk).status == "done"

@@ -11,7 +11,7 @@ from nests.actions import create_nest, post_message
 from nests.actions.chat.claims import CONSPIRACY_CAP
 from nests.models import ChatRequest, Claim, Invocation, NestMessage
 from tests.support import scripted_brain as chat_support
-from tests.support.scripted_brain import make_trusted, run_crows
+from tests.support.scripted_brain import give_rights, make_trusted, run_crows
 
 pytestmark = pytest.mark.usefixtures("fake_jev")
 
@@ -36,6 +36,7 @@ def crow_script(request):
 
 
 def test_first_claim_wins_and_a_second_api_claim_is_refused(launch):
+    give_rights("Hugin", "Munin", "Pepper")  # a regular may claim open requests (speaking rights)
     post_message("launch", author="owner", text="find the notes", kind="request")
     post_message("launch", author="Hugin", text="Mine.", kind="claim", refers_to="launch-1")
     with pytest.raises(Conflict, match="already claimed by Hugin"):
@@ -44,6 +45,7 @@ def test_first_claim_wins_and_a_second_api_claim_is_refused(launch):
 
 
 def test_a_claim_on_a_claim_message_counts_for_its_request(launch):
+    give_rights("Hugin", "Munin", "Pepper")  # a regular may claim open requests (speaking rights)
     post_message("launch", author="owner", text="find the notes", kind="request")
     post_message("launch", author="Hugin", text="Mine.", kind="claim", refers_to="launch-1")
     with pytest.raises(Conflict):
@@ -51,6 +53,7 @@ def test_a_claim_on_a_claim_message_counts_for_its_request(launch):
 
 
 def test_the_database_itself_keeps_one_claim_per_solo_request(launch):
+    give_rights("Hugin", "Munin", "Pepper")  # a regular may claim open requests (speaking rights)
     post_message("launch", author="owner", text="find the notes", kind="request")
     post_message("launch", author="Hugin", text="Mine.", kind="claim", refers_to="launch-1")
     request = ChatRequest.objects.get()
@@ -60,6 +63,7 @@ def test_the_database_itself_keeps_one_claim_per_solo_request(launch):
 
 
 def test_a_brains_late_claim_becomes_a_review_comment(launch, script_brains):
+    give_rights("Hugin", "Munin", "Pepper")  # a regular may claim open requests (speaking rights)
     script_brains(crow_script)
     post_message("launch", author="owner", text="@Munin find the notes", kind="request")
     # Hugin claims over the API before Munin's invocation runs.
@@ -75,6 +79,8 @@ def test_a_brains_late_claim_becomes_a_review_comment(launch, script_brains):
 
 
 def test_deliver_goes_back_to_whoever_requested(launch):
+    give_rights("Munin")  # a regular may claim open requests (speaking rights)
+    give_rights("Pepper", level=2)  # a trusted crow may open requests
     post_message("launch", author="owner", text="morning")
     post_message("launch", author="Pepper", text="can someone check the numbers", kind="request")
     claim = post_message("launch", author="Munin", text="Mine.", kind="claim", refers_to="launch-2")
@@ -106,6 +112,7 @@ def test_a_conspiracy_takes_distinct_lenses_one_after_another_up_to_the_cap(laun
 
 
 def test_in_a_conspiracy_every_crow_s_claim_stands_once(launch, fake_jev):
+    give_rights("Hugin", "Munin", "Pepper", "Inky")  # a regular may claim open requests (speaking rights)
     # docs/CHATROOM.md: in conspiracy mode every claim stands; the cap is how many lenses
     # dispatch invokes, not how many crows may offer one.
     fake_jev.mode = "murder"
@@ -118,6 +125,7 @@ def test_in_a_conspiracy_every_crow_s_claim_stands_once(launch, fake_jev):
 
 
 def test_a_lens_claimed_after_the_others_delivered_reopens_the_request_until_it_delivers(launch, fake_jev):
+    give_rights("Hugin", "Munin", "Pepper")  # a regular may claim open requests (speaking rights)
     fake_jev.mode = "murder"
     post_message("launch", author="owner", text="which launch date is best?", kind="request")
     post_message("launch", author="Hugin", text="My lens.", kind="claim", refers_to="launch-1")

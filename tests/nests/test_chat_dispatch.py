@@ -9,11 +9,12 @@ from __future__ import annotations
 import pytest
 from django.db.models import Count
 
+from flock.errors import BadInput
 from flock.models import Crow, JevTag
 from nests.actions import create_nest, post_message
-from nests.models import ChatRequest, Claim, Invocation, NestMessage
+from nests.models import ChatRequest, Claim, Invocation, Nest, NestMessage
 from tests.support import scripted_brain as chat_support
-from tests.support.scripted_brain import make_trusted, run_crows
+from tests.support.scripted_brain import give_rights, make_trusted, run_crows
 
 pytestmark = pytest.mark.usefixtures("fake_jev")
 
@@ -124,6 +125,7 @@ def test_a_request_claimed_before_quill_routes_it_is_not_routed(launch):
     # First claim wins: a crow that claims while Quill's route waits in the queue has the
     # job, and no second crow is asked to do it.
     post_message("launch", author="owner", text="draft the launch post", kind="request")
+    give_rights("Munin")  # a regular now (speaking rights): it may claim the open request
     post_message("launch", author="Munin", text="Mine.", kind="claim", refers_to="launch-1")
     run_crows()
     assert log()[:2] == [("launch-1", "owner", "request", "", ""), ("launch-2", "Munin", "claim", "owner", "launch-1")]
@@ -135,6 +137,7 @@ def test_a_request_claimed_before_quill_routes_it_is_not_routed(launch):
 
 
 def test_a_routed_copy_of_a_request_claimed_meanwhile_is_refused_under_the_room_lock(launch):
+    give_rights("Hugin", "Munin", "Pepper")  # a regular may claim open requests (speaking rights)
     from flock.errors import Conflict
 
     post_message("launch", author="owner", text="draft the launch post", kind="request")
@@ -182,11 +185,22 @@ def test_an_owner_question_with_no_addressee_goes_to_quill(launch):
     assert log()[-1][1] == "Quill"
 
 
-def test_sentry_and_elder_are_never_invoked_to_chat(db):
-    post_message("todo", author="owner", text="@Sentry anything to report?")
+def test_sentry_and_elder_are_never_invoked_to_chat_and_the_room_says_why(db, launch):
+    asked = post_message("todo", author="owner", text="@Sentry anything to report?")
     post_message("todo", author="owner", text="@Elder what do you make of it?")
-    post_message("dm-elder", author="owner", text="hello")
+    post_message("launch", author="owner", text="@sentry and @Elder, note this please.")
     assert invoked() == []
+    notices = list(NestMessage.objects.filter(author="harness").order_by("id"))
+    assert [(n.nest.nest_id, n.to) for n in notices] == [("todo", "owner")] * 2 + [("launch", "owner")]
+    assert notices[0].refers_to == asked.msg_id
+    assert "Sentry watches what crows post and speaks only in flags" in notices[0].text
+    assert "Ask Quill" in notices[0].text and "Elder merges" in notices[1].text
+    assert "neither chats" in notices[2].text
+    # Neither has a direct chat: refused with the rule, and no room is made.
+    for room in ("dm-elder", "dm-sentry"):
+        with pytest.raises(BadInput, match="not a chat participant"):
+            post_message(room, author="owner", text="hello")
+    assert not Nest.objects.filter(nest_id__in=("dm-elder", "dm-sentry")).exists()
 
 
 def test_an_owner_question_jev_reads_as_a_crows_kind_still_goes_to_quill(launch, fake_jev):
@@ -210,14 +224,18 @@ def test_crow_talk_never_invokes_anyone(launch):
 
 def test_only_a_trusted_crow_may_open_a_request_to_another_crow(launch):
     post_message("launch", author="owner", text="morning")  # the owner's turn funds the room
-    post_message("launch", author="Hugin", text="@Munin pull the numbers", kind="request")
-    assert invoked() == []  # Hugin is a stranger
+    asked = post_message("launch", author="Hugin", text="@Munin pull the numbers", kind="request")
+    assert invoked() == []  # Hugin is a stranger: kept as talk, opening no request
+    assert asked.kind == "say" and not ChatRequest.objects.exists()
+    note = log()[-1]
+    assert note[1:5] == ("harness", "say", "Hugin", asked.msg_id)
+    assert "only a trusted crow opens requests, and Hugin is a stranger for writing" in NestMessage.objects.get(msg_id=note[0]).text
     make_trusted("Hugin", "writing", level=2)
     post_message("launch", author="Hugin", text="@Munin pull the numbers again", kind="request")
     assert invoked() == [("Munin", "addressed", "queued")]
     run_crows()
     # Deliver goes back to whoever requested: here the crow Hugin.
-    assert [m[1:4] for m in log()[3:]] == [
+    assert [m[1:4] for m in log()[4:]] == [
         ("Munin", "claim", "Hugin"), ("Munin", "deliver", "Hugin"),
     ]
 

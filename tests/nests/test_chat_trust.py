@@ -28,7 +28,8 @@ def launch(db):
 
 def deliver(n: int, crow: str = "Hugin") -> str:
     """The owner asks, the crow claims and delivers over the API; the deliver's msg_id."""
-    request = post_message("launch", author="owner", text=f"find the notes, part {n}", kind="request")
+    # Addressed: a stranger speaks only when addressed (docs/CHATROOM.md, speaking rights).
+    request = post_message("launch", author="owner", text=f"@{crow} find the notes, part {n}", kind="request")
     post_message("launch", author=crow, text="Mine.", kind="claim", refers_to=request.msg_id)
     return post_message("launch", author=crow, text=f"Notes part {n}.", kind="deliver", refers_to=request.msg_id).msg_id
 

@@ -66,7 +66,7 @@ def test_an_out_of_turn_post_is_nudged_not_counted(arena):
     early = post_message("arena", author="Munin", text="Go is obviously wrong, trust me.")
     nudge = NestMessage.objects.get(kind="nudge")
     assert (nudge.author, nudge.to, nudge.refers_to) == ("harness", "Munin", early.msg_id)
-    assert re.match(rf"^\[NUDGE {early.msg_id}\] \[nudge 1/3\] @Munin", nudge.text)
+    assert re.match(rf"^\[NUDGE {early.msg_id}\] \[nudge 1/3\] Deadline \d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z: @Munin", nudge.text)
     run_crows()
     debate = Debate.objects.get()
     assert debate.status == "finished"
@@ -257,3 +257,13 @@ def test_the_owners_question_to_a_cued_debater_gets_its_own_answer_not_its_turn(
     hugin_turns = [t["msg_id"] for t in debate.turns if t["crow"] == "Hugin" and t["round"]]
     assert {Invocation.objects.get(reply__msg_id=m).reason for m in hugin_turns} == {"debate"}
     assert worker.run_pending() == 0
+
+
+def test_every_turn_is_stored_as_talk_addressed_to_the_moderator(arena):
+    post_message("arena", author="owner", text=ORDER)
+    run_crows()
+    debate = Debate.objects.get()
+    turns = [t["msg_id"] for t in debate.turns] + [debate.verdict_msg_id]
+    stored = {m.msg_id: (m.kind, m.to) for m in NestMessage.objects.filter(msg_id__in=turns)}
+    assert len(stored) == len(turns) == 7
+    assert set(stored.values()) == {("say", "Boss")}

@@ -18,7 +18,8 @@ from flock import worker
 from flock.models import Crow
 from nests.actions import create_nest, post_message
 from nests.actions.chat.due import due_from_text
-from nests.actions.chat.expectations import check_expectation, reschedule_expectation_checks
+from nests.actions.chat.ledger import reschedule_expectation_checks
+from nests.actions.chat.timers import check_expectation
 from nests.models import Expectation, NestMessage
 from tests.support import scripted_brain as chat_support
 from tests.support.scripted_brain import run_crows
@@ -275,7 +276,7 @@ def test_a_crow_taken_out_of_the_room_is_summarised_not_left_owing(launch, scrip
 
 
 def test_a_summary_lists_what_is_due_counts_the_rest_and_never_cuts_a_line(launch, settings):
-    from nests.actions.chat.expectations import send_summary
+    from nests.actions.chat import ledger, react
 
     settings.CROWS_EXCHANGES_PER_TURN = 0  # only the ledger is under test
     settings.CROWS_NEST_POST_RATE_PER_MIN = 1000
@@ -285,7 +286,8 @@ def test_a_summary_lists_what_is_due_counts_the_rest_and_never_cuts_a_line(launc
     from django.db import transaction
 
     with transaction.atomic():  # as the ledger's timer calls it
-        summary = send_summary(launch, [Expectation.objects.get(pk=exps[0].pk)], why="a test")
+        said = ledger.summary(launch, [Expectation.objects.get(pk=exps[0].pk)], why="a test")
+        summary = react.speak(said, room=launch)
     text = summary.text
     assert len(text) <= 2000 and text.endswith("And 10 more not due yet.")
     listed = re.findall(r"^- (exp-\d+) ", text, flags=re.M)
@@ -311,3 +313,20 @@ def test_a_promise_naming_no_request_moves_the_one_piece_of_work_the_crow_owes_h
     post_message("launch", author="Munin", text="Mine.", kind="claim", refers_to=other.msg_id)
     post_message("launch", author="Munin", text="I'll have one of them done in 5 minutes.")
     assert Expectation.objects.filter(crow="Munin").count() == 3
+
+
+@pytest.mark.parametrize("grounding", ["quarantined", "retired"])
+def test_a_nudge_that_cannot_be_delivered_is_recorded_and_told_to_the_owner(launch, settings, grounding):
+    settings.CROWS_EXCHANGES_PER_TURN = 0  # only the ledger is under test
+    post_message("launch", author="Munin", text="I'll send the draft in five minutes.")
+    exp = Expectation.objects.get()
+    Expectation.objects.filter(pk=exp.pk).update(due_at=timezone.now() - timedelta(seconds=1))
+    Crow.objects.filter(name="Munin").update(status=grounding)
+    exp.refresh_from_db()
+    assert check_expectation(exp.pk, exp.due_at.isoformat()) == "escalated"
+    assert nudges() == []
+    summary = summaries()[-1]
+    assert summary.to == "owner" and f"Munin is {grounding} and cannot be nudged" in summary.text
+    exp.refresh_from_db()
+    assert (exp.status, exp.summary_msg_id) == ("escalated", summary.msg_id)
+    assert exp.reason == f"Munin is {grounding} and cannot be nudged"

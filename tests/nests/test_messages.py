@@ -12,6 +12,7 @@ from flock.models import Crow
 from nests.actions import create_nest, post_message
 from nests.models import NestMessage
 from tests.support import scripted_brain as chat_support
+from tests.support.scripted_brain import give_rights
 
 pytestmark = pytest.mark.usefixtures("fake_jev")
 
@@ -170,6 +171,7 @@ def test_a_retired_crow_is_no_longer_a_member(client, launch):
 
 
 def test_a_second_claim_on_a_solo_request_over_the_api_is_a_409(client, launch):
+    give_rights("Hugin", "Munin", "Pepper")  # a regular may claim open requests (speaking rights)
     post(client, "launch", {"author": "owner", "text": "find the notes", "kind": "request"})
     first = post(client, "launch", {"author": "Hugin", "text": "Mine.", "kind": "claim", "refers_to": "launch-1"})
     second = post(client, "launch", {"author": "Munin", "text": "Mine!", "kind": "claim", "refers_to": "launch-1"})
@@ -185,6 +187,7 @@ def test_a_second_claim_on_a_solo_request_over_the_api_is_a_409(client, launch):
     ("[RESULT launch-1]", "deliver", "Done."),
 ])
 def test_a_bare_header_as_the_protocol_writes_it_is_a_whole_post(client, launch, header, kind, words):
+    give_rights("Hugin", "Munin", "Pepper", level=2)  # a trusted crow may deliver unasked (speaking rights)
     post(client, "launch", {"author": "owner", "text": "find the notes", "kind": "request"})
     r = post(client, "launch", {"author": "Hugin", "text": header})
     assert r.status_code == 201, r.json()
@@ -339,5 +342,6 @@ def test_jev_never_tags_the_owners_words_as_a_crows_kind(monkeypatch, launch, pr
     crow_kind = max(probs, key=lambda k: probs[k])
     if crow_kind in ("claim", "deliver"):
         return  # a claim or delivery needs a request to answer; the rule is the owner's
+    give_rights("Hugin", level=2)  # a trusted crow may open requests (speaking rights)
     said = post_message("launch", author="Hugin", text="Sort these numbers: 5, 3, 9, 1")
     assert said.kind == crow_kind

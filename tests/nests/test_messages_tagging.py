@@ -10,6 +10,7 @@ from flock.models import JevTag
 from nests.actions import create_nest, post_message
 from nests.models import ChatRequest
 from tests.support import scripted_brain as chat_support
+from tests.support.scripted_brain import give_rights
 
 # Shared fixtures (tests/support/scripted_brain.py), bound here so pytest finds them.
 fake_jev = chat_support.fake_jev
@@ -41,6 +42,7 @@ def test_jev_agreeing_with_the_header_is_still_jev(launch, fake_jev):
 
 
 def test_jev_unsure_uses_the_posters_header(launch, fake_jev):
+    give_rights("Hugin", "Munin", "Pepper")  # a regular may claim open requests (speaking rights)
     post_message("launch", author="owner", text="find the notes", kind="request")
     message = post_message("launch", author="Hugin", text="Leaving this with me.", kind="claim", refers_to="launch-1")
     assert (message.kind, message.tagged_by) == ("claim", "header")
@@ -49,6 +51,7 @@ def test_jev_unsure_uses_the_posters_header(launch, fake_jev):
 
 
 def test_jev_sure_and_disagreeing_with_the_header_wins_and_says_so(launch, fake_jev):
+    give_rights("Hugin", "Munin", "Pepper", level=2)  # a trusted crow may deliver unasked (speaking rights)
     fake_jev.kinds = {"done": "deliver"}
     post_message("launch", author="owner", text="find the notes", kind="request")
     message = post_message("launch", author="Hugin", text="Done: the notes are here.", kind="say", refers_to="launch-1")
@@ -101,7 +104,9 @@ def test_an_unsure_murder_is_not_a_conspiracy(launch, fake_jev):
 
 
 def test_harness_messages_skip_jev(launch, fake_jev):
-    message = post_message("launch", author="harness", text="Budget spent.", kind="say", tagged_by="header")
+    from nests.actions.chat.room import say
+
+    message = say(launch, author="harness", text="Budget spent.")
     assert (message.kind, message.tagged_by) == ("say", "header")
     assert not JevTag.objects.filter(subject=message.msg_id).exists()
     assert fake_jev.asked == []

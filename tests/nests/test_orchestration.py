@@ -4,6 +4,8 @@ low-score pick goes back to the picker as a nudge."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from flock.models import Crow
@@ -42,7 +44,8 @@ def test_a_low_score_pick_nudges_the_picker(launch, client, capture_events):
     assert d.alternatives["Hugin"] > d.alternatives["Munin"]
     nudge = NestMessage.objects.get(kind="nudge")
     assert (nudge.author, nudge.to, nudge.refers_to) == ("harness", "Boss", pick.msg_id)
-    assert nudge.text.startswith(f"[NUDGE {pick.msg_id}] [nudge 1/3] @Boss") and "Hugin fits better" in nudge.text
+    assert re.match(rf"\[NUDGE {pick.msg_id}\] \[nudge 1/3\] Deadline [0-9T:.-]+Z: @Boss", nudge.text), nudge.text
+    assert "Hugin fits better" in nudge.text
     assert d.nudge_msg_id == nudge.msg_id
     assert nudge.invocation.crow == "Boss"
     payload = events.named("orchestration.decided")[0]

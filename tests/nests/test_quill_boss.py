@@ -17,7 +17,7 @@ from nests.actions.chat.status_question import is_status_question
 from nests.models import ChatRequest, Invocation, Nest, NestMessage
 from nests.queries import trust_level
 from tests.support import scripted_brain as chat_support
-from tests.support.scripted_brain import run_crows
+from tests.support.scripted_brain import give_rights, run_crows
 
 pytestmark = pytest.mark.usefixtures("fake_jev")
 
@@ -313,6 +313,7 @@ def test_boss_retires_an_idle_crow(launch, capture_events):
 
 
 def test_boss_will_not_retire_a_crow_holding_a_claim(launch, settings, capture_events):
+    give_rights("Hugin", "Munin", "Pepper")  # a regular may claim open requests (speaking rights)
     settings.CROWS_EXCHANGES_PER_TURN = 0
     post_message("launch", author="owner", text="find the notes", kind="request")
     post_message("launch", author="Hugin", text="Mine.", kind="claim", refers_to="launch-1")

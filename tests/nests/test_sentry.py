@@ -13,10 +13,10 @@ from django.utils import timezone
 
 from flock.models import Crow, Event
 from nests.actions import create_nest, post_message
-from nests.actions.chat import sentry
+from nests.actions.chat import flags, sentry
 from nests.models import Claim, NestMessage
 from tests.support import scripted_brain as chat_support
-from tests.support.scripted_brain import run_crows
+from tests.support.scripted_brain import give_rights, run_crows
 from trust.actions import answer_decision, reinstate_crow
 from trust.models import Breach, Decision
 
@@ -163,9 +163,10 @@ def test_a_reply_over_the_token_cap_is_a_budget_blowout(launch, script, settings
 
 
 def test_an_unasked_claim_with_a_low_fit_is_off_task(launch, script):
-    # Pepper's request calls no crow in (a stranger's request); Hugin, asked something
-    # else, claims it anyway, and Jev's fit (0.0 here) is below the low band.
-    post_message("launch", author="Pepper", text="can someone check the numbers", kind="request")
+    # Pepper's request to the owner calls no crow in; Hugin, asked something else, claims
+    # it anyway, and Jev's fit (0.0 here) is below the low band.
+    give_rights("Pepper", level=2)  # a trusted crow may open requests (speaking rights)
+    post_message("launch", author="Pepper", text="@owner can someone check the numbers", kind="request")
     script([{"crow": "Hugin", "reply": "[CLAIM launch-1] I'll take the numbers."}])
     post_message("launch", author="owner", text="@Hugin how are you?")
     run_crows()
@@ -183,7 +184,7 @@ def test_a_claim_the_harness_asked_for_is_never_off_task(launch, script):
 
 def test_repeated_nudged_misses_are_flagged_through_the_ledger_hook(launch):
     post_message("launch", author="owner", text="@Hugin three rounds, please", kind="request")
-    decision = sentry.on_repeated_miss(
+    decision = flags.on_repeated_miss(
         "Hugin", nest_id="launch", expectation_id="exp-7", misses=3,
         evidence="Promised three rounds; none opened.", score=0.91, msg_id="launch-1",
     )
@@ -195,12 +196,13 @@ def test_repeated_nudged_misses_are_flagged_through_the_ledger_hook(launch):
     assert flag.refers_to == "launch-1" and "repeated nudged misses" in flag.text
     # Once per crow per expectation: after a reinstatement, the same expectation is logged only.
     answer_decision(decision, answer="yes, reinstate Hugin")
-    assert sentry.on_repeated_miss("Hugin", nest_id="launch", expectation_id="exp-7", misses=4, evidence="") is None
+    assert flags.on_repeated_miss("Hugin", nest_id="launch", expectation_id="exp-7", misses=4, evidence="") is None
     assert Breach.objects.count() == 2 and NestMessage.objects.filter(kind="flag").count() == 1
     assert Crow.objects.get(name="Hugin").status == "active"
 
 
 def test_the_sentry_flags_a_crow_once_per_request(launch, script):
+    give_rights("Hugin", "Munin", "Pepper")  # a regular may claim open requests (speaking rights)
     script([{"crow": "Hugin", "reply": "[RESULT launch-1] Mine, whatever Munin says."}])
     post_message("launch", author="owner", text="find the notes", kind="request")
     post_message("launch", author="Munin", text="Mine.", kind="claim", refers_to="launch-1")
@@ -218,7 +220,7 @@ def test_the_sentry_flags_a_crow_once_per_request(launch, script):
 def test_a_reply_breach_when_nudged_for_the_same_request_is_flagged_once(launch, script):
     from django.utils import timezone
 
-    from nests.actions.chat.expectations import check_expectation
+    from nests.actions.chat.timers import check_expectation
     from nests.models import Expectation
 
     script([{"crow": "Hugin", "reply": "[RESULT nope-999] done, as asked"}])
@@ -343,6 +345,7 @@ def test_boss_retiring_a_quarantined_crow_closes_its_decision(launch, script):
 
 
 def test_a_redo_jev_reads_as_talk_is_still_judged_by_its_header(launch, script, fake_jev):
+    give_rights("Hugin", "Munin", "Pepper")  # a regular may claim open requests (speaking rights)
     # Jev is sure Munin's "[RESULT launch-1] ..." is just talk; the crow's own header says
     # it is delivering on a request Hugin holds, and that is what the Sentry judges.
     fake_jev.kinds = {"my own version": "say"}

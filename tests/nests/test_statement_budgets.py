@@ -27,7 +27,8 @@ SHAPES = Path(__file__).with_name("statement_shapes.json")
 BUDGETS: dict[str, dict[str, float]] = {
     "owner verdict": {"statements": 13, "round_trips": 15, "transactions": 1},
     "owner post": {"statements": 29, "round_trips": 37},
-    "owner post, with what it sets off": {"statements": 47, "round_trips": 61},
+    # +1 for the chat core's spent-turn rule: a crow's invocation reads who waits for a turn.
+    "owner post, with what it sets off": {"statements": 48, "round_trips": 62},
     "list": {"statements": 736, "round_trips": 870, "transactions": 67},
     "flight": {"statements per flight": 19.2, "round trips per flight": 23.2},
 }

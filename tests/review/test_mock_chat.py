@@ -69,7 +69,7 @@ def test_a_real_brains_delivery_is_not_marked(launch, script_brains):
 
 
 def test_a_delivery_posted_over_the_api_is_no_mocks_even_after_a_mock_flight_on_its_request(launch):
-    request = post_message("launch", author="owner", text="find the notes", kind="request")
+    request = post_message("launch", author="owner", text="@Hugin find the notes", kind="request")
     # A mock chat flight about the same request, by the same crow, with no invocation
     # that posted the delivery: the flight says nothing about the text posted by hand.
     record_flight(crow="Hugin", provider="mock", model="mock", task="chat", ok=True, nest_id="launch",

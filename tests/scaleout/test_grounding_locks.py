@@ -82,7 +82,8 @@ def test_quarantining_a_debater_locks_the_debates_room_before_the_crow(tmp_path)
 
 SENTRY_ELSEWHERE = A_RUNNING_DEBATE + """
 from django.db import connection, transaction
-from nests.actions.chat.sentry import Finding, flag_breach
+from nests.actions.chat.flags import flag_breach
+from nests.actions.chat.sentry import Finding
 from nests.models import Nest
 
 forge = create_nest("Forge", crows=["Hugin", "Pepper"])

@@ -50,7 +50,8 @@ def test_a_stale_cursor_gets_stream_reset_then_the_kept_events_then_live(live_se
     current = SSEClient(f"{server.url}/api/events?nest_id=todo", last_event_id=old_last)
     try:
         reset, kept = frames(stale, 2)
-        assert reset.event == "stream.reset" and reset.id is None
+        # The frame carries the cursor to go on from: everything after the pruned mark is kept.
+        assert reset.event == "stream.reset" and reset.id == old_last
         assert reset.data == {**reset.data, "reason": "retention", "cursor": 1, "pruned_through": old_last}
         assert kept.event == "nest.message" and kept.data["text"] == "kept note" and kept.id > old_last
         post(server, "live note")
@@ -84,7 +85,7 @@ def test_a_cursor_the_log_never_reached_gets_stream_reset_then_the_events_that_c
     firehose = SSEClient(f"{server.url}/api/events?since={newest + 5}")
     try:
         (reset,) = frames(ahead, 1)
-        assert reset.event == "stream.reset" and reset.id is None
+        assert reset.event == "stream.reset" and reset.id == newest
         assert reset.data == {**reset.data, "reason": "ahead", "cursor": newest + 1000, "newest_id": newest,
                               "nest_id": "todo"}
         (reset_all,) = frames(firehose, 1)

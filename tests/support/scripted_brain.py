@@ -105,6 +105,16 @@ def run_crows() -> int:
     return worker.run_pending()
 
 
+def give_rights(*crows: str, level: int = 1) -> None:
+    """Speaking rights for every task type (docs/CHATROOM.md): a regular (1) may claim open
+    requests, a trusted crow (2) may also open requests and deliver unasked."""
+    from flock.personas import TASK_TYPES
+
+    for crow in crows:
+        for task_type in TASK_TYPES:
+            make_trusted(crow, task_type, level=level)
+
+
 def make_trusted(crow: str, task_type: str, level: int = 2) -> None:
     """Record owner approvals in the trust ledger until `crow` reaches `level`."""
     from trust.actions import seed_trust

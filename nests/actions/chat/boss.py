@@ -26,7 +26,7 @@ from flock.errors import CrowsError
 from flock.models import Crow
 from flock.vocab import OWNER
 from nests import queries
-from nests.actions.chat import debates, orchestration
+from nests.actions.chat import moderator, orchestration, react
 from nests.actions.chat.replies import Reply
 from nests.actions.rooms import create_nest
 from nests.models import Invocation
@@ -182,10 +182,12 @@ def _hatch(order: Order, boss: Crow, inv: Invocation | None = None) -> str:
             task_types=_task_types(order.strength),
         )
         # Boss picked the model: Jev scores it from the flight log (docs/GOVERNANCE.md, 7a).
-        pick = orchestration.score_model_pick(
+        pick, nudge = orchestration.score_model_pick(
             crow, model_spec=crow.brain_spec, decider=boss.name,
             nest=inv.nest if inv is not None else None, msg_id=inv.trigger.msg_id if inv is not None else "",
         )
+        if inv is not None:
+            react.apply(nudge, room=inv.nest)
     return (
         f"Hatched @{crow.name} {crow.epithet}: good at {crow.strength}. Brain: {crow.brain_spec}. "
         f"Trust starts at 0 (stranger) for every task type, so {crow.name} speaks when addressed. "
@@ -204,9 +206,10 @@ def _change_model(order: Order, boss: Crow, inv: Invocation) -> str:
             return f"{changed.name} already thinks with {previous}: nothing to change."
         # The owner named the model: Jev scores the owner's pick (docs/GOVERNANCE.md, 7a), and
         # Boss says so when the flight log argues against it.
-        pick = orchestration.score_model_pick(
+        pick, nudge = orchestration.score_model_pick(
             changed, model_spec=changed.brain_spec, decider=OWNER, nest=inv.nest, msg_id=inv.trigger.msg_id,
         )
+        react.apply(nudge, room=inv.nest)
     warning = (
         f" Heads up: that is below the low band ({pick.factors.get('approval')} approval in the flight log)."
         if pick.band == "low" else ""
@@ -247,20 +250,20 @@ def handle(inv: Invocation, boss: Crow) -> object:
     trigger = inv.trigger
     if inv.reason == "debate":
         # The owner asked for a debate: Boss moderates (docs/GOVERNANCE.md).
-        started = debates.start_debate(inv, boss)
+        started = moderator.start_debate(inv, boss)
         if isinstance(started, str):
             return Reply(text=f"[ACK {trigger.msg_id}] {_opener(boss, trigger.msg_id)} Can't start it: {started}",
                          refers_to=trigger.msg_id, to=OWNER, closes=True, fixed=True)
         return started
     if inv.reason == "debate_stop":
-        stopped = debates.stop_on_owners_word(inv, boss)
+        stopped = moderator.stop_on_owners_word(inv, boss)
         if isinstance(stopped, str):
             return Reply(
                 text=f"[ACK {trigger.msg_id}] {stopped}", refers_to=trigger.msg_id, to=OWNER, closes=True, fixed=True
             )
         return stopped
     if inv.reason == "nudge":
-        return debates.recue(inv, boss)
+        return moderator.recue(inv, boss)
     if trigger.author != OWNER or inv.reason not in ("addressed", "direct"):
         return None
     order = parse_order(trigger.text)

@@ -13,13 +13,15 @@ import math
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 
 from flock.db import lock_or_create
 from flock.errors import BadInput
 from flock.events import lock_event_log
-from flock.vocab import HARNESS
-from nests.models import Nest, NestBudget
+from flock.vocab import HARNESS, OWNER
+from nests.actions.chat.queue import enqueue_invocation
+from nests.actions.chat.room import say
+from nests.models import Invocation, Nest, NestBudget, NestMessage
 
 # Reads of a budget live in nests.queries; the budget API reads budget_view/read_budget here too.
 from nests.queries import budget_day, budget_view, read_budget, roll_day, tokens_allowed, tokens_left  # noqa: F401
@@ -31,7 +33,10 @@ TOP_UP_EXCHANGES_MAX = 1000
 TOP_UP_TOKENS_MAX = 10_000_000
 BUDGET_SPENT = "budget spent"
 TOKENS_SPENT = "token budget spent"
-STALLED_ERRORS = (BUDGET_SPENT, TOKENS_SPENT)
+# A turn that granted nothing (CROWS_EXCHANGES_PER_TURN=0): crows are off, and nothing
+# they were asked waits for the next turn.
+CROWS_OFF = "crows are switched off"
+STALLED_ERRORS = (BUDGET_SPENT, TOKENS_SPENT, CROWS_OFF)
 
 
 def locked_budget(nest: Nest, *, room_locked: bool = False) -> NestBudget:
@@ -104,9 +109,8 @@ def charge_tokens(nest: Nest, tokens: int) -> NestBudget:
 
 
 def _announce(nest: Nest, text: str) -> None:
-    from nests.actions.messages import post_message
-
-    post_message(nest.nest_id, author=HARNESS, text=text, kind="say", tagged_by="header")
+    # A harness notice: nothing reacts to it, so it is said straight away.
+    say(nest, author=HARNESS, text=text)
 
 
 def announce_wind_down(nest: Nest, budget: NestBudget) -> None:
@@ -210,20 +214,48 @@ def top_up_budget(nest: Nest, *, exchanges: object = None, tokens: object = None
 
 
 def _resume_stalled(nest: Nest, budget: NestBudget) -> None:
-    """Invocations this turn that the spent budget stopped run now, oldest first, as far
-    as the new budget goes: a top-up picks the conversation up where it stopped."""
-    from nests.models import Invocation
-    from nests.tasks_chat import run_invocation
+    """Invocations this turn that the spent budget stopped, and those that wait for a turn
+    since an earlier one, run now: a top-up picks the conversation up where it stopped."""
+    stalled = Invocation.objects.filter(nest=nest, turn=budget.turn, status=Invocation.Status.SKIPPED, error__in=STALLED_ERRORS)
+    resume_waiting(nest, budget, list((stalled | waiting_for_a_turn(nest)).order_by("id")))
 
-    stalled = Invocation.objects.filter(
-        nest=nest, turn=budget.turn, status=Invocation.Status.SKIPPED, error__in=STALLED_ERRORS
-    ).order_by("id")
-    for invocation in stalled:
+
+def waiting_for_a_turn(nest: Nest) -> QuerySet[Invocation]:
+    """Crows a spent turn did not invoke: each answers when the room next has a turn
+    (docs/CHATROOM.md, "Budgets and the loop guard")."""
+    return Invocation.objects.filter(nest=nest, status=Invocation.Status.SKIPPED, error=BUDGET_SPENT).order_by("id")
+
+
+def resume_waiting(nest: Nest, budget: NestBudget, invocations: list[Invocation]) -> list[Invocation]:
+    """Queue stalled invocations, oldest first, as far as the budget goes (each spends an
+    exchange of this turn). Call with the budget locked; it is saved."""
+    resumed = []
+    for invocation in invocations:
         if budget.exchanges_left <= 0 or tokens_left(budget) <= 0:
             break
         budget.exchanges_left -= 1
         invocation.status = Invocation.Status.QUEUED
         invocation.error = ""
-        invocation.save(update_fields=["status", "error"])
-        run_invocation.enqueue(invocation.id)
+        invocation.turn = budget.turn
+        invocation.save(update_fields=["status", "error", "turn"])
+        enqueue_invocation(invocation.id)
+        resumed.append(invocation)
     budget.save()
+    return resumed
+
+
+def stalled_notice(budget: NestBudget, *, crow: str, message: NestMessage) -> str:
+    """The harness's word on a crow the spent turn did not invoke: who, on what, and how
+    the owner gives the room a turn. Marks the turn's spent budget as announced."""
+    budget.spent_announced_turn = budget.turn
+    budget.save(update_fields=["spent_announced_turn"])
+    return (
+        f"Budget spent: all {budget.exchanges_granted} crow exchanges of this turn are used, so {crow} was not "
+        f"invoked for {message.msg_id}. It stays open, and {crow} answers when the room next has a turn: "
+        f"@{OWNER}, post again, or top up the budget."
+    )
+
+
+def waits_for_a_turn(invocation: Invocation) -> bool:
+    """Whether a spent turn stopped this invocation, which then runs on the next turn."""
+    return invocation.status == Invocation.Status.SKIPPED and invocation.error == BUDGET_SPENT

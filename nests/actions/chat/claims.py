@@ -15,30 +15,12 @@ from django.db import IntegrityError, transaction
 
 from flock.errors import Conflict
 from flock.events import lock_event_log
-from flock.vocab import OWNER
-from nests.models import ChatRequest, Claim, Nest, NestMessage
+from flock.vocab import OWNER, MessageKind
+from nests.models import ChatRequest, Claim, NestMessage
+from nests.queries import request_for  # noqa: F401  (the chat core reads it here)
 
 # How many lenses dispatch invokes, one after another (docs/CHATROOM.md "Claims").
 CONSPIRACY_CAP = 3
-
-
-def request_for(nest: Nest, msg_id: str, *, _hops: int = 0) -> ChatRequest | None:
-    """The request a message refers to: the request itself, the request behind a claim,
-    or the request behind the expectation a nudge is about (a crow answering
-    `[RESULT <nudge id>]` delivers on the work it was nudged for)."""
-    if not msg_id:
-        return None
-    found = ChatRequest.objects.filter(nest=nest, message__msg_id=msg_id).first()
-    if found is not None:
-        return found
-    claim = Claim.objects.filter(message__nest=nest, message__msg_id=msg_id).select_related("request").first()
-    if claim is not None:
-        return claim.request
-    if _hops == 0:
-        nudge = NestMessage.objects.filter(nest=nest, msg_id=msg_id, kind="nudge").values_list("refers_to", flat=True).first()
-        if nudge and nudge != msg_id:
-            return request_for(nest, nudge, _hops=1)
-    return None
 
 
 def claim_refusal(request: ChatRequest, *, crow: str) -> str:
@@ -133,7 +115,7 @@ def record_decline(request: ChatRequest, *, crow: str) -> None:
 
 def decliners(request: ChatRequest) -> set[str]:
     return set(
-        NestMessage.objects.filter(nest=request.nest, kind="decline", refers_to=request.message.msg_id)
+        NestMessage.objects.filter(nest=request.nest, kind=MessageKind.DECLINE, refers_to=request.message.msg_id)
         .values_list("author", flat=True)
     )
 

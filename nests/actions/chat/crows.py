@@ -22,13 +22,15 @@ from flock.errors import CrowsError
 from flock.events import lock_event_log
 from flock.models import Crow
 from flock.queries import persona_of
-from flock.vocab import OWNER
+from flock.vocab import OWNER, MessageKind
 from nests import queries
-from nests.actions.chat import boss, budgets, debates, quill, sentry
-from nests.actions.chat.claims import mark_answered, request_for
-from nests.actions.chat.quill import task_words
+from nests.actions.chat import boss, budgets, quill, sentry
+from nests.actions.chat.claims import mark_answered
+from nests.actions.chat.ledger import restart_timers
 from nests.actions.chat.replies import Reply, Skip, post_reply, say_for
+from nests.actions.chat.status_question import task_words
 from nests.models import ChatRequest, Invocation, NestMessage
+from nests.queries_ledger import answered, context_for
 from nests.queries_memory import memory_lines, remember
 
 log = logging.getLogger("crows.chat")
@@ -51,28 +53,6 @@ WHY = {
     "nudge": "the harness nudged you about something you said you would do",
     "debate": "the moderator cued you in a debate the owner asked for: speak to your stance, in your turn",
 }
-
-
-def answered(inv: Invocation) -> tuple[NestMessage, ChatRequest | None]:
-    """The message the crow answers, and the request behind it if there is one: the
-    claimed request for a deliver, the request itself for a lens or a re-dispatch."""
-    trigger = inv.trigger
-    request: ChatRequest | None
-    if inv.reason == "claim_deliver":
-        request = trigger.claim.request
-    elif inv.reason in ("lens", "redispatch", "relay_back"):
-        request = request_for(trigger.nest, trigger.refers_to)
-    elif inv.reason == "nudge":
-        # A nudge is about an expectation; the crow answers the work behind it.
-        from nests.actions.chat.expectations import nudged_expectation
-
-        exp = nudged_expectation(trigger)
-        request = exp.request if exp is not None else None
-    else:
-        request = ChatRequest.objects.filter(message=trigger).first()
-    if request is not None and inv.reason != "relay_back":
-        return request.message, request
-    return trigger, request
 
 
 def _start(invocation_id: int) -> Invocation | None:
@@ -107,8 +87,6 @@ def _finish(inv: Invocation, status: str, *, reply: NestMessage | None = None, t
     inv.save(update_fields=["status", "reply", "tokens", "error", "finished_at"])
     # A crow's expectations wait while it is speaking; once it has had its say, their
     # clocks go on (after a nudge, one due period from now).
-    from nests.actions.chat.expectations import restart_timers
-
     restart_timers(inv)
     return inv
 
@@ -180,7 +158,7 @@ def _brain_reply(inv: Invocation, crow: Crow) -> tuple[str, int, str, int]:
     }
     if inv.expect:
         context["expect"] = inv.expect
-    debate = debates.context_for(inv.nest, crow.name)
+    debate = context_for(inv.nest, crow.name)
     if debate is not None:
         context["debate"] = debate
     # One crow, many rooms: what it said and was told elsewhere, marked with the room.
@@ -241,12 +219,20 @@ def _shape(inv: Invocation, raw: str) -> Reply:
         return Reply(text=_cut(raw), refers_to=ref.msg_id)
     body = header_body(raw, header)
     if header.verb == "REFER":
-        return Reply(text=_cut(body), kind="refer", refers_to=ref.msg_id)
+        return Reply(text=_cut(body), kind=MessageKind.REFER, refers_to=ref.msg_id)
     refers = header.refers_to
     if not NestMessage.objects.filter(nest=inv.nest, msg_id=refers).exists():
         refers = ref.msg_id
     # The header stays on the text so Jev reads the crow's words as it wrote them.
     return Reply(text=f"{format_header(header.verb, refers)} {_cut(body)}", refers_to=refers)
+
+
+def _turn(inv: Invocation, reply: Reply) -> Reply:
+    """A debater's (or the judge's) answer to the moderator's cue is its turn: talk, said
+    to the moderator who cued it, whatever its words look like to Jev."""
+    if inv.reason != "debate" or inv.trigger.author == OWNER:
+        return reply
+    return replace(reply, kind=MessageKind.SAY, to=inv.trigger.author, fixed=True)
 
 
 def _cut(text: str) -> str:
@@ -299,10 +285,10 @@ def invoke_crow(invocation_id: int) -> Invocation | None:
             # The Sentry read a breach in the reply: it is posted word for word, as the
             # evidence its flag refers to, and the crow is quarantined with it.
             ref, _ = answered(inv)
-            evidence = Reply(text=_cut(text), kind="say", refers_to=ref.msg_id)
+            evidence = Reply(text=_cut(text), kind=MessageKind.SAY, refers_to=ref.msg_id)
             message = post_reply(inv, crow, evidence, finding)
             return _finish(inv, Invocation.Status.DONE, reply=message, tokens=tokens)
-        message = post_reply(inv, crow, _shape(inv, text))
+        message = post_reply(inv, crow, _turn(inv, _shape(inv, text)))
         return _finish(inv, Invocation.Status.DONE, reply=message, tokens=tokens)
     except CrowsError as exc:
         # A refusal of the reply itself (rate limit, membership lost meanwhile): logged on

@@ -30,28 +30,31 @@ until the ledger blamed crows that did nothing wrong.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
-from flock.events import emit, lock_event_log, register_event_names, rfc3339
+from flock.events import emit, register_event_names
 from flock.models import Crow
-from flock.vocab import HARNESS, HARNESS_AUTHORS, OWNER
+from flock.vocab import HARNESS, HARNESS_AUTHORS, HARNESS_KINDS, OWNER
 from nests import queries
+from nests.actions.chat.effects import NOTHING, Effects, Expect, Posted, Say
+from nests.actions.chat.ledger import close_expectation, nudge, open_expectation, summary
 from nests.models import Debate, Expectation, Invocation, Nest, NestMessage
+from nests.queries_ledger import (
+    DEBATE_RE,
+    FINAL_FORMAT,
+    NUDGE_LIMIT,
+    VERDICT_FORMAT,
+    is_debate_order,
+    running_debate,
+)
 
 register_event_names("debate.started", "debate.round", "debate.finished")
 
 MAX_ROUNDS = 5
-DEBATE_RE = re.compile(
-    r"\b(?:debate\s+(?:this|it|that|whether|if|about|on)|debate\s*:|have\s+(?:them|\w+\s+and\s+\w+)\s+(?:argue|debate)|"
-    r"let\s+(?:them|\w+\s+and\s+\w+)\s+(?:argue|debate)|make\s+them\s+(?:argue|debate)|"
-    r"(?:start|hold|run|open|want|have)\s+a\s+debate|a\s+debate\s+(?:between|on|about)|let'?s\s+debate|"
-    r"(?:argue|debate)\s+it\s+out|(?:argue|debate)\s+(?:this|it)\s+out)\b",
-    re.IGNORECASE,
-)
 ROUNDS_RE = re.compile(r"\b(\d|one|two|three|four|five)\s+rounds?\b", re.IGNORECASE)
 ROUND_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
 JUDGE_RES = (
@@ -59,11 +62,6 @@ JUDGE_RES = (
     re.compile(r"@?(?P<name>[A-Za-z][\w-]{0,39})\s+(?:judges|judging|will\s+judge|as\s+(?:the\s+)?judge|can\s+judge)\b", re.IGNORECASE),
 )
 FIRST_RE = re.compile(r"@?(?P<name>[A-Za-z][\w-]{0,39})\s+(?:goes|speaks|opens)\s+first|@?(?P<name2>[A-Za-z][\w-]{0,39})\s+first\b", re.IGNORECASE)
-STOP_RE = re.compile(
-    r"\b(?:stop|end|cancel|halt|abort|kill|close|call\s+off)\s+(?:the\s+|this\s+|that\s+|our\s+|your\s+)?debate\b"
-    r"|\bcall\s+(?:the\s+|this\s+|that\s+)?debate\s+off\b",
-    re.IGNORECASE,
-)
 TURNS_RE = re.compile(r"\b(?:take\s+turns|in\s+turn|turn\s+order|one\s+at\s+a\s+time|strict\s+order|goes\s+first|speaks\s+first)\b", re.IGNORECASE)
 MENTION_RE = re.compile(r"(?<![\w@])@([A-Za-z][\w-]{0,39})")
 STRIP_RES = (
@@ -75,55 +73,6 @@ LEAD_FILLER = frozenset(
     "this that whether, ok so now then , : ; - —".split()
 ) - {"whether"}
 RULES = "respond to the other side's specific points, concede when a point lands, demand evidence for every claim"
-FINAL_FORMAT = "Final position: <your stance> — <one line why>"
-VERDICT_FORMAT = "Verdict: <crow> — <why>"
-
-
-def is_debate_order(text: str) -> bool:
-    return bool(DEBATE_RE.search(text))
-
-
-NEGATED_RE = re.compile(r"\b(?:don'?t|do\s+not|never|not|no\s+need\s+to)\s+(?:\w+\s+){0,2}$", re.IGNORECASE)
-
-
-def is_stop_order(text: str) -> bool:
-    """ "Stop the debate", not "don't stop the debate yet"."""
-    m = STOP_RE.search(text)
-    return m is not None and not NEGATED_RE.search(text[: m.start()].replace("’", "'"))
-
-
-def running_debate(nest: Nest, *, lock: bool = False) -> Debate | None:
-    rows = Debate.objects.filter(nest=nest, status=Debate.Status.RUNNING)
-    if lock:
-        rows = rows.select_for_update()
-    return rows.order_by("-id").first()
-
-
-def debate_record(debate: Debate) -> dict[str, Any]:
-    return {
-        "debate_id": debate.debate_id,
-        "nest_id": debate.nest.nest_id,
-        "question": debate.question,
-        "moderator": debate.moderator,
-        "crows": list(debate.crows),
-        "stances": dict(debate.stances),
-        "judge": debate.judge,
-        "rounds": debate.rounds,
-        "turn_order": debate.turn_order,
-        "round": debate.round,
-        "phase": debate.phase,
-        "status": debate.status,
-        "cued": debate.cued,
-        "turns": list(debate.turns),
-        "finals": dict(debate.finals),
-        "verdict": debate.verdict,
-        "winner": debate.winner,
-        "asked_msg_id": debate.asked_msg_id,
-        "kickoff_msg_id": debate.kickoff_msg_id,
-        "verdict_msg_id": debate.verdict_msg_id,
-        "started_at": rfc3339(debate.started_at),
-        "finished_at": rfc3339(debate.finished_at) if debate.finished_at else None,
-    }
 
 
 # --- reading the owner's order -----------------------------------------------------------
@@ -191,7 +140,7 @@ def _stances(question: str, count: int) -> list[str]:
     return [base[i % len(base)] for i in range(count)]
 
 
-def _plan(trigger: NestMessage) -> tuple[dict[str, Any] | None, str]:
+def plan_debate(trigger: NestMessage) -> tuple[dict[str, Any] | None, str]:
     """The debate the owner asked for, or (None, why not)."""
     nest = trigger.nest
     members = queries.crow_members(nest)
@@ -251,15 +200,16 @@ def _plan(trigger: NestMessage) -> tuple[dict[str, Any] | None, str]:
     }, ""
 
 
-# --- posting as the moderator ------------------------------------------------------------
+# --- saying as the moderator -----------------------------------------------------------
 
 
-def _say(debate: Debate, text: str, *, to: str = "", refers_to: str = "", invocation: Invocation | None = None) -> NestMessage:
-    from nests.actions.messages import post_message
-
-    return post_message(
-        debate.nest.nest_id, author=debate.moderator, text=text, kind="say", to=to or None,
-        refers_to=refers_to or None, tagged_by="header", invocation=invocation,
+def moderator_says(
+    debate: Debate, text: str, *, to: str = "", refers_to: str = "", invocation: Invocation | None = None,
+    opens: list[Expect] | None = None, then: Callable[[NestMessage], None] | None = None,
+) -> Say:
+    return Say(
+        author=debate.moderator, text=text, to=to, refers_to=refers_to, nest=debate.nest, invocation=invocation,
+        opens=opens or [], then=then,
     )
 
 
@@ -282,35 +232,31 @@ def _speakers(debate: Debate) -> list[str]:
     return []
 
 
-def _cue(debate: Debate, crow: str, text: str, refers_to: str) -> NestMessage:
-    """Boss cues `crow`: the cue invokes it (dispatch reads `cue_msg_id`) and opens its
-    turn's expectation."""
-    from nests.actions.chat.expectations import open_expectation
-
+def _cue(debate: Debate, crow: str, text: str, refers_to: str) -> Say:
+    """Boss cues `crow`: the cue invokes it (dispatch knows a cue by `cued` set and no
+    `cue_msg_id` yet), opens its turn's expectation, and is then kept as the cue."""
     debate.cued = crow
     debate.cue_msg_id = ""
     debate.save(update_fields=["cued", "cue_msg_id"])
-    # The cue's id is known only once it is stored, and dispatch runs inside the post:
-    # it recognises the cue by `cued` plus the moderator's cue prefix.
-    cue = _say(debate, text, to=crow, refers_to=refers_to)
-    debate.cue_msg_id = cue.msg_id
-    debate.save(update_fields=["cue_msg_id"])
     turns: dict[str, str] = {
         Debate.Phase.ARGUING: f"argue round {debate.round} ({debate.stances.get(crow, '')})",
         Debate.Phase.FINAL: "post a final position",
         Debate.Phase.JUDGING: "make the judge's call",
     }
     what = turns.get(debate.phase, "speak")
-    open_expectation(
-        cue, crow=crow, check=Expectation.Check.TURN_ORDER, debate=debate,
-        expected=f"{crow}'s turn in {debate.debate_id}: {what}",
+
+    def kept(cue: NestMessage) -> None:
+        debate.cue_msg_id = cue.msg_id
+        debate.save(update_fields=["cue_msg_id"])
+
+    return moderator_says(
+        debate, text, to=crow, refers_to=refers_to, then=kept,
+        opens=[Expect(crow=crow, check=Expectation.Check.TURN_ORDER, debate=debate,
+                      expected=f"{crow}'s turn in {debate.debate_id}: {what}")],
     )
-    return cue
 
 
-
-
-def _round_open(debate: Debate, refers_to: str) -> NestMessage:
+def round_open(debate: Debate, refers_to: str) -> Say:
     order = _order(debate, debate.round)
     emit(
         "debate.round",
@@ -327,79 +273,10 @@ def _round_open(debate: Debate, refers_to: str) -> NestMessage:
     )
 
 
-def start_debate(inv: Invocation, boss: Crow) -> NestMessage | str:
-    """Boss reads the owner's order and starts the debate: the kickoff (returned, as
-    Boss's reply to the order) and round 1's first cue. A str is Boss's refusal."""
-    from nests.actions.chat.claims import mark_answered
-
-    trigger = inv.trigger
-    with transaction.atomic():
-        lock_event_log()
-        nest = Nest.objects.select_for_update().get(pk=trigger.nest_id)
-        current = running_debate(nest)
-        if current is not None:
-            return f"One debate at a time: {current.debate_id} on “{current.question}” is still running."
-        plan, why = _plan(trigger)
-        if plan is None:
-            return why
-        debate = Debate.objects.create(
-            debate_id=f"new-{trigger.pk}", nest=nest, question=plan["question"], moderator=boss.name,
-            crows=plan["crows"], stances=plan["stances"], judge=plan["judge"], rounds=plan["rounds"],
-            turn_order=plan["turn_order"], asked_msg_id=trigger.msg_id,
-        )
-        debate.debate_id = f"debate-{debate.pk}"
-        debate.save(update_fields=["debate_id"])
-        stances = "; ".join(f"@{c} argues {s}" for c, s in plan["stances"].items())
-        order = ", then ".join(plan["crows"])
-        kickoff = _say(
-            debate,
-            f"Debate {debate.debate_id}, on the owner's word. Question: “{plan['question']}”. Stances: {stances}. "
-            f"Judge: @{plan['judge']}. Rules: {RULES}. Rounds: {plan['rounds']}, one turn each per round, "
-            + ("in this order every round: " + order + ". " if plan["turn_order"] else f"openers alternate (round 1: {order}). ")
-            + f"I cue each speaker; anyone speaking out of turn is nudged, not counted. "
-            f"Final positions in the format “{FINAL_FORMAT}”; the judge closes with “{VERDICT_FORMAT}”.",
-            to=OWNER, refers_to=trigger.msg_id, invocation=inv,
-        )
-        debate.kickoff_msg_id = kickoff.msg_id
-        debate.round = 1
-        debate.save(update_fields=["kickoff_msg_id", "round"])
-        emit("debate.started", debate_record(debate))
-        from nests.actions.chat.expectations import open_expectation
-
-        turns = len(plan["crows"]) * (plan["rounds"] + 1) + 1
-        open_expectation(
-            kickoff, crow=boss.name, check=Expectation.Check.ROUNDS_COMPLETED, debate=debate,
-            expected=f"{debate.debate_id} runs {plan['rounds']} rounds, final positions and the judge's call",
-            due_at=timezone.now() + (turns + 1) * _due_period(),
-        )
-        mark_answered(trigger)
-        _round_open(debate, kickoff.msg_id)
-    return kickoff
-
-
-def _due_period() -> Any:
-    from datetime import timedelta
-
-    return timedelta(seconds=max(settings.CROWS_EXPECTATION_DUE_S, 1))
-
-
 # --- dispatch's and post_message's hooks -------------------------------------------------
 
 
-def cued_decision(message: NestMessage) -> str:
-    """The crow a moderator's cue invokes, or "". A moderator is a crow (Boss), so the
-    owner's and the harness's messages, most of a room's, skip the debate's lookup."""
-    if message.author in (OWNER, *HARNESS_AUTHORS):
-        return ""
-    debate = running_debate(message.nest)
-    if debate is None or message.author != debate.moderator or not debate.cued or debate.cue_msg_id:
-        return ""
-    return debate.cued
-
-
 def _close_turn(debate: Debate, crow: str, by: NestMessage, *, status: str = Expectation.Status.MET) -> None:
-    from nests.actions.chat.expectations import close_expectation
-
     for exp in Expectation.objects.select_for_update().filter(
         debate=debate, crow=crow, status__in=Expectation.LIVE, check_name=Expectation.Check.TURN_ORDER
     ):
@@ -412,7 +289,7 @@ def _winner(debate: Debate, text: str) -> str:
     return min(hits)[1] if hits else ""
 
 
-def _advance(debate: Debate, message: NestMessage) -> None:
+def _advance(debate: Debate, message: NestMessage) -> Say:
     """The cued crow spoke: record the turn and cue the next speaker, open the next round,
     ask for final positions, call the judge, or close the debate."""
     crow = message.author
@@ -433,8 +310,7 @@ def _advance(debate: Debate, message: NestMessage) -> None:
         nxt = speakers[spoken]
         label = f"round {debate.round}" if debate.phase == Debate.Phase.ARGUING else "final positions"
         extra = f" Format: “{FINAL_FORMAT}”." if debate.phase == Debate.Phase.FINAL else ""
-        _cue(debate, nxt, f"@{nxt} ({debate.stances[nxt]}), your turn, {label}.{extra}", message.msg_id)
-        return
+        return _cue(debate, nxt, f"@{nxt} ({debate.stances[nxt]}), your turn, {label}.{extra}", message.msg_id)
     if debate.phase == Debate.Phase.ARGUING:
         emit(
             "debate.round",
@@ -445,35 +321,30 @@ def _advance(debate: Debate, message: NestMessage) -> None:
         if debate.round < debate.rounds:
             debate.round += 1
             debate.save(update_fields=["round"])
-            _round_open(debate, message.msg_id)
-            return
+            return round_open(debate, message.msg_id)
         debate.phase = Debate.Phase.FINAL
         debate.save(update_fields=["phase"])
         first = debate.crows[0]
-        _cue(
+        return _cue(
             debate, first,
             f"All {debate.rounds} rounds are done. Final positions, one each, in the format "
             f"“{FINAL_FORMAT}”. @{first} ({debate.stances[first]}), your turn.",
             message.msg_id,
         )
-        return
     if debate.phase == Debate.Phase.FINAL:
         debate.phase = Debate.Phase.JUDGING
         debate.save(update_fields=["phase"])
         positions = "; ".join(f"{c}: {debate.stances[c]}" for c in debate.crows)
-        _cue(
+        return _cue(
             debate, debate.judge,
             f"@{debate.judge}, your call as judge ({positions}). Weigh the final positions and answer "
             f"“{VERDICT_FORMAT}”.",
             message.msg_id,
         )
-        return
-    _finish(debate, message)
+    return _finish(debate, message)
 
 
-def _finish(debate: Debate, verdict: NestMessage) -> None:
-    from nests.actions.chat.expectations import close_expectation
-
+def _finish(debate: Debate, verdict: NestMessage) -> Say:
     debate.verdict = verdict.text[:1000]
     debate.verdict_msg_id = verdict.msg_id
     debate.winner = _winner(debate, verdict.text)
@@ -485,8 +356,10 @@ def _finish(debate: Debate, verdict: NestMessage) -> None:
         close_expectation(exp, status=Expectation.Status.MET, by_msg_id=verdict.msg_id, reason=f"{debate.debate_id} finished")
     emit("debate.finished", _finished_payload(debate))
     won = f" The call goes to @{debate.winner}." if debate.winner else ""
-    _say(debate, f"Debate {debate.debate_id} is closed: {debate.rounds} rounds, both final positions in, and the "
-         f"judge has ruled.{won} Thanks, all.", refers_to=verdict.msg_id)
+    return moderator_says(
+        debate, f"Debate {debate.debate_id} is closed: {debate.rounds} rounds, both final positions in, and the "
+        f"judge has ruled.{won} Thanks, all.", refers_to=verdict.msg_id,
+    )
 
 
 def _finished_payload(debate: Debate, **extra: str) -> dict[str, Any]:
@@ -507,16 +380,14 @@ def stop_debate(
     invocation: Invocation | None = None,
     grounded: str = "",
     blame: bool = False,
-) -> NestMessage:
+) -> Say:
     """End a running debate early (locked by the caller, inside its transaction): every
     turn still owed is closed as met, since nobody owes it anything now, except the turn
     of `grounded` (the crow that can no longer speak) when `blame` (it was quarantined),
     escalated to the owner; emits
     `debate.finished` with status `stopped`, and the moderator (or the harness, when the
     moderator is the one grounded) tells the room. Lock the room, then the debate (the
-    order a post takes them in)."""
-    from nests.actions.chat.expectations import close_expectation
-
+    order a post takes them in). Returns what is said of it, for the caller to say."""
     debate.status = Debate.Status.STOPPED
     debate.phase = Debate.Phase.DONE
     debate.cued, debate.cue_msg_id = "", ""
@@ -537,13 +408,8 @@ def stop_debate(
         "debate whenever you like."
     )
     if moderating:
-        return _say(debate, text, to=OWNER, refers_to=refers_to or debate.kickoff_msg_id, invocation=invocation)
-    from nests.actions.messages import post_message
-
-    return post_message(
-        debate.nest.nest_id, author=HARNESS, text=text, kind="say", to=OWNER,
-        refers_to=refers_to or debate.kickoff_msg_id, tagged_by="header",
-    )
+        return moderator_says(debate, text, to=OWNER, refers_to=refers_to or debate.kickoff_msg_id, invocation=invocation)
+    return Say(author=HARNESS, text=text, to=OWNER, refers_to=refers_to or debate.kickoff_msg_id, nest=debate.nest)
 
 
 def _can_moderate(name: str) -> bool:
@@ -551,28 +417,10 @@ def _can_moderate(name: str) -> bool:
     return crow is not None and crow.status == Crow.Status.ACTIVE
 
 
-def stop_on_owners_word(inv: Invocation, boss: Crow) -> NestMessage | str:
-    """The owner told Boss to stop the room's debate. A str is Boss's answer when there
-    is none to stop."""
-    from nests.actions.chat.claims import mark_answered
-
-    with transaction.atomic():
-        lock_event_log()
-        # The room, then the debate: the order a post takes them in (store_message, after_post).
-        Nest.objects.select_for_update().get(pk=inv.nest_id)
-        debate = running_debate(inv.nest, lock=True)
-        if debate is None:
-            return "No debate is running in this room."
-        mark_answered(inv.trigger)
-        return stop_debate(
-            debate, why="the owner stopped it", by=OWNER, refers_to=inv.trigger.msg_id, invocation=inv,
-        )
-
-
 QUARANTINED = "was quarantined"
 
 
-def _taking_part(crow: str, nest: Nest | None = None) -> list[tuple[int, int]]:
+def taking_part(crow: str, nest: Nest | None = None) -> list[tuple[int, int]]:
     """(debate pk, room pk) of every running debate `crow` takes part in (in `nest`)."""
     rows = Debate.objects.filter(status=Debate.Status.RUNNING)
     if nest is not None:
@@ -584,39 +432,14 @@ def lock_debate_rooms(crow: str) -> None:
     """Before a crow is grounded (flock.actions.before_crow_grounded): lock the rooms of the
     debates it takes part in, in id order, ahead of the crow's row, as a post in the room
     takes them; stop_for_grounded finds them held."""
-    rooms = {nest_pk for _, nest_pk in _taking_part(crow)}
+    rooms = {nest_pk for _, nest_pk in taking_part(crow)}
     if rooms:
         list(Nest.objects.select_for_update().filter(pk__in=rooms).order_by("pk").values_list("pk", flat=True))
 
 
-def stop_for_grounded(crow: str, why: str, *, nest: Nest | None = None) -> list[NestMessage]:
-    """A crow can no longer speak (`why`: "was quarantined", "was retired", "left the
-    room"): every running debate it takes part in (in `nest`, or anywhere) stops. Call
-    inside the transaction that grounded it."""
-    said = []
-    for pk, nest_pk in _taking_part(crow, nest):
-        # The room, then the debate, as a post takes them; still running once both are held?
-        Nest.objects.select_for_update().get(pk=nest_pk)
-        debate = Debate.objects.select_for_update().filter(pk=pk, status=Debate.Status.RUNNING).first()
-        if debate is None:
-            continue
-        role = "the moderator" if crow == debate.moderator else "the judge" if crow == debate.judge else "a debater"
-        said.append(stop_debate(
-            debate, why=f"{crow}, {role}, {why}", by=HARNESS, grounded=crow, blame=why == QUARANTINED,
-        ))
-    return said
-
-
-def _out_of_turn(debate: Debate, message: NestMessage) -> None:
+def _out_of_turn(debate: Debate, message: NestMessage) -> Say:
     """Nudge a participant who spoke while another crow was cued; after three, the owner
     gets the summary instead."""
-    from nests.actions.chat.expectations import (
-        NUDGE_LIMIT,
-        open_expectation,
-        send_nudge,
-        send_summary,
-    )
-
     exp = (
         Expectation.objects.select_for_update()
         .filter(debate=debate, crow=message.author, check_name=Expectation.Check.TURN_ORDER, status__in=Expectation.LIVE)
@@ -631,9 +454,8 @@ def _out_of_turn(debate: Debate, message: NestMessage) -> None:
             f"{cued}): wait for the moderator's cue",
         )
     if exp.nudges >= NUDGE_LIMIT:
-        send_summary(debate.nest, [exp], why=f"{message.author} kept speaking out of turn in {debate.debate_id}")
-        return
-    send_nudge(exp)
+        return summary(debate.nest, [exp], why=f"{message.author} kept speaking out of turn in {debate.debate_id}")
+    return nudge(exp)
 
 
 def _answers_turn_order_nudge(debate: Debate, invocation: Invocation | None) -> bool:
@@ -647,72 +469,29 @@ def _answers_turn_order_nudge(debate: Debate, invocation: Invocation | None) -> 
     ).exists()
 
 
-def after_post(message: NestMessage, *, invocation: Invocation | None) -> None:
-    """post_message's hook, inside its transaction: a cued crow's turn advances the debate;
-    a participant speaking while another is cued is nudged."""
-    if message.author in (OWNER, *HARNESS_AUTHORS) or message.kind in ("nudge", "flag"):
-        return
+def react(posted: Posted) -> Effects:
+    """A cued crow's turn advances the debate (the next cue, or the close); a participant
+    speaking while another is cued is nudged."""
+    message, invocation = posted.message, posted.invocation
+    if message.author in (OWNER, *HARNESS_AUTHORS) or message.kind in HARNESS_KINDS:
+        return NOTHING
     debate = running_debate(message.nest, lock=True)
     if debate is None or message.author == debate.moderator:
-        return
+        return NOTHING
     if message.author not in [*debate.crows, debate.judge]:
-        return
+        return NOTHING
     if message.author == debate.cued:
         if _answers_turn_order_nudge(debate, invocation):
             # A slow brain's answer to being nudged for speaking out of turn, arriving after
             # the moderator cued it: its turn is its answer to the cue, still to come.
-            return
+            return NOTHING
         if invocation is not None and invocation.reason not in ("debate", "nudge"):
             # Its answer to something else (the owner asked it a question mid-debate): an
             # answer to that, not its turn, which is its answer to the cue.
-            return
-        _advance(debate, message)
-        return
+            return NOTHING
+        return Effects(say=[_advance(debate, message)])
     if invocation is not None and invocation.reason in ("nudge", "debate"):
         # The crow's answer to its nudge, or a cue it had already answered over the API:
         # not another breach of turn order.
-        return
-    _out_of_turn(debate, message)
-
-
-def context_for(nest: Nest, crow: str) -> dict[str, Any] | None:
-    """What a crow cued in a running debate is told: the question, its stance, the phase
-    and what the others said (for brains; the mock argues from it)."""
-    debate = running_debate(nest)
-    if debate is None or crow != debate.cued:
-        return None
-    phase = {"arguing": "argue", "final": "final", "judging": "judge"}.get(debate.phase, "argue")
-    return {
-        "debate_id": debate.debate_id,
-        "question": debate.question,
-        "phase": phase,
-        "round": debate.round,
-        "rounds": debate.rounds,
-        "stance": debate.stances.get(crow, ""),
-        "stances": dict(debate.stances),
-        "judge": debate.judge,
-        "turns": [{k: t[k] for k in ("round", "crow", "stance", "text")} for t in debate.turns],
-        "finals": dict(debate.finals),
-        "final_format": FINAL_FORMAT,
-        "verdict_format": VERDICT_FORMAT,
-    }
-
-
-def recue(inv: Invocation, boss: Crow) -> NestMessage | None:
-    """Boss nudged about a stalled debate: it cues the current speaker again."""
-    with transaction.atomic():
-        lock_event_log()
-        Nest.objects.select_for_update().get(pk=inv.nest_id)  # the room, then the debate
-        debate = running_debate(inv.nest, lock=True)
-        if debate is None or debate.moderator != boss.name or not debate.cued:
-            return None
-        # Cleared while the new cue is posted, so dispatch invokes the cued crow again.
-        debate.cue_msg_id = ""
-        debate.save(update_fields=["cue_msg_id"])
-        cue = _say(
-            debate, f"@{debate.cued}, we are waiting on you in {debate.debate_id}: your turn.",
-            to=debate.cued, refers_to=debate.kickoff_msg_id, invocation=inv,
-        )
-        debate.cue_msg_id = cue.msg_id
-        debate.save(update_fields=["cue_msg_id"])
-        return cue
+        return NOTHING
+    return Effects(say=[_out_of_turn(debate, message)])

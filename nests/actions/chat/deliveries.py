@@ -18,6 +18,7 @@ from flock.models import Crow
 from flock.personas import TASK_TYPES
 from flock.vocab import HARNESS, TRUSTED
 from nests import queries
+from nests.actions.chat.room import say
 from nests.models import ChatRequest, NestMessage
 from trust.actions import open_approval, record_auto_verdict
 from trust.models import Target, Verdict
@@ -54,8 +55,6 @@ def mark_delivery_verdict(verdict: Verdict) -> None:
     delivered = NestMessage.objects.filter(msg_id=verdict.item_id).first()
     if delivered is None:
         return
-    from nests.actions.messages import post_message
-
     if verdict.passed:
         text = f"The owner approved {delivered.msg_id}, {delivered.author}'s delivery, corrected to:\n\n{verdict.edited_text}"
     elif verdict.verdict == Verdict.Value.REJECTED:
@@ -67,10 +66,7 @@ def mark_delivery_verdict(verdict: Verdict) -> None:
             f"No verdict on {delivered.msg_id}, {delivered.author}'s delivery, came in time: "
             "it counts as rejected (fail safe)."
         )
-    post_message(
-        delivered.nest.nest_id, author=HARNESS, text=text, kind="say",
-        refers_to=delivered.msg_id, tagged_by="header",
-    )
+    say(delivered.nest, author=HARNESS, text=text, refers_to=delivered.msg_id)
 
 
 def mark_delivery_overruled(verdict: Verdict) -> None:
@@ -81,12 +77,7 @@ def mark_delivery_overruled(verdict: Verdict) -> None:
     delivered = NestMessage.objects.filter(msg_id=verdict.item_id).first()
     if delivered is None:
         return
-    from nests.actions.messages import post_message
-
     text = f"The owner overruled {delivered.msg_id}, {delivered.author}'s delivery: it no longer stands."
     if verdict.reason:
         text += f" The owner's reason: {verdict.reason}"
-    post_message(
-        delivered.nest.nest_id, author=HARNESS, text=text, kind="say",
-        refers_to=delivered.msg_id, tagged_by="header",
-    )
+    say(delivered.nest, author=HARNESS, text=text, refers_to=delivered.msg_id)

@@ -1,10 +1,9 @@
 """Who answers: the one crow a new message invokes, if any (docs/CHATROOM.md).
 
-Runs inside post_message's transaction, after the message is stored and its event
-emitted, with the nest row locked. A message invokes at most one crow (Invocation.trigger
-is unique), and only if the room's budget grants an exchange; the invocation is enqueued
-as a Django task in the same transaction, so the worker sees it exactly when the message
-commits. The rules, in order:
+A reactor (nests.actions.chat.react): it runs in the transaction that stored the message,
+with the nest row locked, and returns the crow to invoke; the loop spends the exchange
+and queues the invocation. A message invokes at most one crow (Invocation.trigger is
+unique), and only if the room's budget grants an exchange. The rules, in order:
 
 1. A claim that stood invokes its claimer to deliver.
 2. A deliver on a conspiracy request invokes the next lens (the best-fitting crow allowed
@@ -26,30 +25,24 @@ Anything else (talk, claims that were refused, results, refers) invokes nobody.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-
-from django.conf import settings
 
 from flock import jev as jev_service
 from flock.actions import log_jev_tag
 from flock.models import Crow
-from flock.vocab import HARNESS_AUTHORS, OWNER
+from flock.vocab import HARNESS_AUTHORS, OWNER, MessageKind
 from nests import queries
-from nests.actions.chat import budgets, debates, orchestration
+from nests.actions.chat import budgets, rights
 from nests.actions.chat.claims import CONSPIRACY_CAP, decliners
-from nests.actions.chat.status_question import is_status_question
+from nests.actions.chat.effects import Effects, Invoke, Posted
+from nests.actions.chat.status_question import RELAY_VERB_RES, is_question, is_status_question, parse_relay
 from nests.models import ChatRequest, Claim, Invocation, Nest, NestMessage
+from nests.queries_ledger import cued_crow, expect_for_nudge, is_debate_order, is_stop_order, running_debate
 
 log = logging.getLogger("crows.chat")
 
 FIT_VERSION = "crow-fit-1"
-_QUESTION_START = re.compile(
-    r"^\s*(?:@\w+[\s,:]*)?(what|what's|whats|who|who's|where|when|why|how|which|is|are|was|were|do|does|"
-    r"did|can|could|should|would|will|has|have|any)\b",
-    re.IGNORECASE,
-)
 
 
 @dataclass
@@ -61,25 +54,8 @@ class Decision:
     candidates: dict[str, float] = field(default_factory=dict)
 
 
-def is_question(text: str) -> bool:
-    return "?" in text or bool(_QUESTION_START.match(text))
-
-
 def _crow(name: str) -> Crow | None:
     return Crow.objects.filter(name=name).first()
-
-
-def _has_role_rights(crow: Crow) -> bool:
-    # Quill and Boss serve every room (docs/CHATROOM.md): their roles let them open requests
-    # and relay whatever their trust ledger says.
-    return crow.role in (Crow.Role.ASSISTANT, Crow.Role.CHIEF_OF_STAFF)
-
-
-def may_open_requests(crow: Crow, task_type: str) -> bool:
-    """Trusted crows may start work and open requests to other crows (docs/CHATROOM.md)."""
-    return crow.status == Crow.Status.ACTIVE and (
-        _has_role_rights(crow) or queries.trust_level(crow.name, task_type) >= queries.TRUSTED
-    )
 
 
 def _profile(crow: Crow) -> str:
@@ -146,14 +122,12 @@ def _relayed_from_elsewhere(request: ChatRequest) -> bool:
     )
 
 
-# Sentry and Elder serve every room but do not chat: the Sentry speaks only in flags.
-SILENT_ROLES = (Crow.Role.SENTRY, Crow.Role.ELDER)
 
 
 def _active(name: str) -> Crow | None:
     """The crow if it may be invoked at all: active (not quarantined or retired), not silent."""
     crow = _crow(name)
-    if crow is None or crow.status != Crow.Status.ACTIVE or crow.role in SILENT_ROLES:
+    if crow is None or crow.status != Crow.Status.ACTIVE or crow.role in queries.SILENT_ROLES:
         return None
     return crow
 
@@ -179,28 +153,26 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
     kind = message.kind
 
     # A debate's moderator cues one speaker at a time; the owner's order starts one.
-    cued = debates.cued_decision(message)
+    cued = cued_crow(message)
     if cued and _active(cued):
         return Decision(cued, "debate", "say")
-    if author == OWNER and debates.is_stop_order(message.text) and debates.running_debate(nest) is not None:
+    if author == OWNER and is_stop_order(message.text) and running_debate(nest) is not None:
         # "Stop the debate (about pricing)": the moderator ends it, whoever the owner
         # addressed; before the order to start one, which "debate about" also reads as.
         boss = queries.boss()
         if boss is not None and _active(boss.name):
             return Decision(boss.name, "debate_stop", "say")
-    if author == OWNER and nest.kind != Nest.Kind.DIRECT and debates.is_debate_order(message.text):
+    if author == OWNER and nest.kind != Nest.Kind.DIRECT and is_debate_order(message.text):
         boss = queries.boss()
         if boss is not None and _active(boss.name):
             return Decision(boss.name, "debate", "say")
     if author in HARNESS_AUTHORS:
-        if kind == "nudge" and message.to and _active(message.to):
-            from nests.actions.chat.expectations import expect_for_nudge
-
+        if kind == MessageKind.NUDGE and message.to and _active(message.to):
             return Decision(message.to, "nudge", expect_for_nudge(message))
         return None
     if claim is not None:
         return Decision(claim.crow, "claim_deliver", "deliver")
-    if kind == "deliver" and request is not None and author != OWNER:
+    if kind == MessageKind.DELIVER and request is not None and author != OWNER:
         if request.mode == ChatRequest.Mode.CONSPIRACY:
             lens = _next_lens(request, message)
             if lens is not None:
@@ -209,7 +181,7 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
         if quill is not None and _relayed_from_elsewhere(request):
             return Decision(quill.name, "relay_back", "say")
         return None
-    if kind == "decline" and request is not None and author != OWNER:
+    if kind == MessageKind.DECLINE and request is not None and author != OWNER:
         if request.addressed or request.state != ChatRequest.State.OPEN:
             return None
         choice, scores = best_fit(
@@ -217,7 +189,7 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
             exclude=decliners(request) | {request.requester}, need_level=queries.REGULAR,
         )
         return Decision(choice, "redispatch", "claim", scores[choice], scores) if choice else None
-    if kind not in ("say", "request") and author != OWNER:
+    if kind not in (MessageKind.SAY, MessageKind.REQUEST) and author != OWNER:
         return None
     # The owner never claims or delivers; an owner message Jev tags as one of the crows'
     # kinds is talk as far as who answers is concerned.
@@ -226,11 +198,11 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
     if nest.kind == Nest.Kind.DIRECT:
         crow = queries.direct_chat_crow(nest.nest_id)
         if author == OWNER and crow is not None and _active(crow.name):
-            return Decision(crow.name, "direct", "claim" if kind == "request" else "say")
+            return Decision(crow.name, "direct", "claim" if kind == MessageKind.REQUEST else "say")
         return None
 
     relayed_for_owner = (
-        kind == "request" and request is not None and request.message_id == message.id
+        kind == MessageKind.REQUEST and request is not None and request.message_id == message.id
         and request.requester == OWNER and bool(request.relayed_from)
     )
     if author == OWNER or relayed_for_owner:
@@ -238,7 +210,7 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
         if addressed and addressed != author:
             if not _active(addressed):
                 return None
-            return Decision(addressed, "addressed", "claim" if kind == "request" else "say")
+            return Decision(addressed, "addressed", "claim" if kind == MessageKind.REQUEST else "say")
         if author == OWNER and (is_status_question(message.text) or _asks_for_a_relay(message)):
             # "What's happening?" is Quill's to answer from the rooms, whatever Jev tagged
             # it: routed as a request, a crow would take the question for work. So is
@@ -247,7 +219,7 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
             quill = queries.quill()
             if quill is not None:
                 return Decision(quill.name, "quill_default", "say")
-        if kind == "request" and request is not None:
+        if kind == MessageKind.REQUEST and request is not None:
             choice, scores = best_fit(
                 nest, message, message.text, request.task_type,
                 exclude={author}, need_level=queries.REGULAR,
@@ -266,7 +238,7 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
     # A crow speaking. Only a request can call another crow in, and only from a crow that
     # may open requests; crows' talk never invokes anyone, so chatter cannot loop.
     asker = _crow(author)
-    if kind != "request" or request is None or asker is None or not may_open_requests(asker, request.task_type):
+    if kind != MessageKind.REQUEST or request is None or asker is None or not rights.may_open_requests(asker, request.task_type):
         return None
     if message.to == OWNER:
         # A crow asking the owner for something: no crow is called in.
@@ -279,14 +251,8 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
     return Decision(choice, "fit", "claim", scores[choice], scores) if choice else None
 
 
-def _max_chain() -> int:
-    return max(1, settings.CROWS_EXCHANGES_PER_TURN)
-
-
 def _asks_for_a_relay(message: NestMessage) -> bool:
     """The owner asks for work in another nest ("ask the ops nest to …", "relay to ops: …")."""
-    from nests.actions.chat.quill import RELAY_VERB_RES, parse_relay  # quill imports this module
-
     relay = parse_relay(message.text)
     if relay is None:
         return False
@@ -296,67 +262,31 @@ def _asks_for_a_relay(message: NestMessage) -> bool:
         return False
     # "In the launch nest, Rook did great work" is a remark: without an asking verb
     # ("ask/tell/get/have the … nest", "relay to …"), only a request is carried over.
-    return message.kind == "request" or any(p.search(message.text) for p in RELAY_VERB_RES)
+    return message.kind == MessageKind.REQUEST or any(p.search(message.text) for p in RELAY_VERB_RES)
 
 
-def route_message(
-    message: NestMessage,
-    *,
-    claim: Claim | None,
-    request: ChatRequest | None,
-    parent: Invocation | None,
-    owner_turn: bool,
-) -> Invocation | None:
-    """Grant the owner's turn, decide who answers, spend an exchange and enqueue the crow.
-
-    The loop guard: every invocation spends one of the room's exchanges, which only an
-    owner message (or top-up) restores, and a chain of invocations each caused by the
-    previous one's reply stops at CROWS_EXCHANGES_PER_TURN links even if the owner keeps
-    posting meanwhile. Both hold whatever the brains say."""
-    nest = message.nest  # store_message holds the room's row lock
-    if owner_turn:
-        budgets.grant_turn(nest, room_locked=True)
-    decision = decide(message, claim=claim, request=request)
-    if decision is None:
-        return None
-    depth = (parent.depth + 1) if parent is not None else 1
-    budget = budgets.locked_budget(nest, room_locked=True)
-    granted = False
-    if not budgets.can_spend(budget):
-        refusal = budgets.BUDGET_SPENT
-    elif depth > max(_max_chain(), budget.exchanges_granted):
-        refusal = f"a chain of {depth - 1} crow invocations reached the loop guard"
-    else:
-        budget, granted = budgets.take_exchange(nest, room_locked=True)
-        refusal = "" if granted else budgets.BUDGET_SPENT
-    invocation = Invocation.objects.create(
-        nest=nest,
-        crow=decision.crow,
-        trigger=message,
-        reason=decision.reason,
-        expect=decision.expect,
-        fit=decision.fit,
-        candidates=decision.candidates,
-        parent=parent,
-        depth=depth,
-        turn=budget.turn,
-        status=Invocation.Status.SKIPPED if refusal else Invocation.Status.QUEUED,
-        error=refusal,
+def react(posted: Posted) -> Effects:
+    """Dispatch as a reactor: an owner's message grants the room a turn; then the one crow
+    the message calls for, if any, is asked for (the loop spends the exchange)."""
+    message, room = posted.message, posted.room
+    # Quill carrying the owner's words into another room speaks for the owner there, so
+    # that room gets the owner's turn; routing inside one room does not, or one owner
+    # message would buy two turns.
+    owner_turn = (message.author == OWNER and not posted.harness) or (
+        posted.on_behalf_of == OWNER
+        and bool(posted.relayed_from)
+        and not NestMessage.objects.filter(nest=room, msg_id=posted.relayed_from).exists()
     )
-    if decision.fit is not None and decision.candidates:
-        # Every pick by fit is logged with what it weighed (docs/GOVERNANCE.md, 7a).
-        orchestration.log_dispatch_pick(
-            message, crow=decision.crow, reason=decision.reason, candidates=decision.candidates,
-            task_type=request.task_type if request is not None else "chat",
-        )
-    if refusal:
-        if refusal == budgets.BUDGET_SPENT:
-            budgets.announce_spent(nest, budget)
-        return invocation
-    from nests.tasks_chat import run_invocation
-
-    # Enqueued in this transaction: the task row commits with the message, and the
-    # worker (woken on commit) cannot see one without the other.
-    run_invocation.enqueue(invocation.id)
-    budgets.announce_wind_down(nest, budget)
-    return invocation
+    waiting: list[Invocation] = []
+    if owner_turn:
+        budgets.grant_turn(room, room_locked=True)
+        # Crows a spent turn did not invoke answer now, before anyone this message calls.
+        waiting = list(budgets.waiting_for_a_turn(room))
+    decision = decide(message, claim=posted.claim, request=posted.request)
+    if decision is None:
+        return Effects(resume=waiting)
+    task_type = posted.request.task_type if posted.request is not None else "chat"
+    return Effects(resume=waiting, invoke=[Invoke(
+        decision.crow, decision.reason, decision.expect, fit=decision.fit, candidates=decision.candidates,
+        task_type=task_type,
+    )])

@@ -28,14 +28,21 @@ from contextvars import ContextVar
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 
 from flock import jev as jev_service
 from flock.db import action_atomic
-from flock.events import emit, register_event_names, rfc3339
-from flock.models import Crow
-from flock.vocab import HARNESS, OWNER
+from flock.events import emit, register_event_names
+from flock.models import Crow, Flight
+from flock.queries import flightlog_summary
+from flock.vocab import HARNESS, OWNER, MessageKind
 from nests import queries
+from nests.actions.chat.effects import NOTHING, Effects, Posted, Say
+from nests.actions.chat.ledger import due_period, nudge_line
 from nests.models import Nest, NestMessage, OrchestrationDecision
+from nests.queries_ledger import decision_record
+from nests.queries_review import chat_delivery_verdicts
+from trust.queries import owner_verdicts
 
 register_event_names("orchestration.decided")
 
@@ -44,27 +51,6 @@ log = logging.getLogger("crows.orchestration")
 PICKERS = (Crow.Role.ASSISTANT, Crow.Role.CHIEF_OF_STAFF)
 DISPATCH = "dispatch"
 OUTPUT_TASKS = ("answer", "subtask", "merge", "synthesise", "chat")
-
-
-def decision_record(d: OrchestrationDecision) -> dict[str, Any]:
-    return {
-        "decision_id": d.decision_id,
-        "kind": d.kind,
-        "decider": d.decider,
-        "crow": d.crow,
-        "model": d.model,
-        "task": d.task,
-        "task_type": d.task_type,
-        "score": round(d.score, 4),
-        "band": d.band,
-        "low_score": settings.CROWS_ORCHESTRATION_LOW_SCORE,
-        "factors": d.factors,
-        "alternatives": d.alternatives,
-        "nest_id": d.nest_id,
-        "msg_id": d.msg_id,
-        "nudge_msg_id": d.nudge_msg_id,
-        "created_at": rfc3339(d.created_at),
-    }
 
 
 def _log(**fields: Any) -> OrchestrationDecision:
@@ -80,15 +66,19 @@ def _emit(d: OrchestrationDecision) -> None:
     emit("orchestration.decided", decision_record(d))
 
 
-def _nudge(d: OrchestrationDecision, text: str) -> None:
-    from nests.actions.messages import post_message
+def _nudge(d: OrchestrationDecision, text: str, *, nest: Nest) -> Effects:
+    """The decider nudged to reconsider (which invokes it); the nudge's id is kept on the
+    decision once said."""
 
-    nudge = post_message(
-        d.nest_id, author=HARNESS, text=f"[NUDGE {d.msg_id}] [nudge 1/3] {text}", kind="nudge",
-        to=d.decider, refers_to=d.msg_id, tagged_by="header",
-    )
-    d.nudge_msg_id = nudge.msg_id
-    d.save(update_fields=["nudge_msg_id"])
+    def noted(nudge: NestMessage) -> None:
+        d.nudge_msg_id = nudge.msg_id
+        d.save(update_fields=["nudge_msg_id"])
+
+    deadline = timezone.now() + due_period()
+    return Effects(say=[Say(
+        author=HARNESS, text=nudge_line(d.msg_id, 1, deadline, text), kind=MessageKind.NUDGE,
+        to=d.decider, refers_to=d.msg_id, nest=nest, then=noted,
+    )])
 
 
 # --- crow picks ----------------------------------------------------------------------------
@@ -110,14 +100,14 @@ def _fit_of(crow: Crow, task: str, task_type: str) -> tuple[float, dict[str, Any
 
 def score_crow_pick(
     message: NestMessage, *, decider: str, crow: str, task: str, task_type: str, nudge: bool = True
-) -> OrchestrationDecision | None:
-    """Score a pick of `crow` for the request `message`, log it, and nudge the decider
-    when it is low. Call inside the posting transaction."""
+) -> Effects:
+    """Score a pick of `crow` for the request `message` and log it; the nudge to the
+    decider when it is low is returned. Call inside the posting transaction."""
     nest = message.nest
     members = set(queries.crow_members(nest))
     picked = Crow.objects.filter(name=crow).first()
     if picked is None:
-        return None
+        return NOTHING
     weighted: dict[str, float] = {}
     factors: dict[str, Any] = {}
     for candidate in queries.worker_crows():
@@ -139,26 +129,31 @@ def score_crow_pick(
     )
     _emit(d)
     if nudge and d.band == "low" and decider != DISPATCH and Crow.objects.filter(name=decider, status=Crow.Status.ACTIVE).exists():
-        _nudge(
+        return _nudge(
             d,
             f"@{decider}, Jev scored your pick of @{crow} for this {task_type} request at {d.score:.2f}, below the "
             f"low band {settings.CROWS_ORCHESTRATION_LOW_SCORE:.2f}: {best} fits better "
             f"({weighted[best]:.3f} against {weighted[crow]:.3f}). Reconsider: re-address it, or keep your pick and say why.",
+            nest=nest,
         )
-    return d
+    return NOTHING
 
 
-def after_post(message: NestMessage, *, request: Any) -> None:
-    """post_message's hook: a request Quill or Boss addressed to a crow is a crow pick."""
-    if message.kind != "request" or request is None or not message.to or message.to == OWNER:
-        return
+def react(posted: Posted) -> Effects:
+    """A request Quill or Boss opened addressed to a crow is a crow pick: scored, and the
+    picker nudged when it is low."""
+    message, request = posted.message, posted.request
+    opened = request is not None and request.message_id == message.id
+    if message.kind != MessageKind.REQUEST or not opened or not message.to or message.to == OWNER:
+        return NOTHING
     author = Crow.objects.filter(name=message.author).first()
     if author is None or author.role not in PICKERS:
-        return
+        return NOTHING
     target = Crow.objects.filter(name=message.to).first()
     if target is None or target.role in PICKERS:
-        return
-    score_crow_pick(message, decider=author.name, crow=target.name, task=message.text, task_type=request.task_type)
+        return NOTHING
+    assert request is not None
+    return score_crow_pick(message, decider=author.name, crow=target.name, task=message.text, task_type=request.task_type)
 
 
 def log_dispatch_pick(message: NestMessage, *, crow: str, reason: str, candidates: dict[str, float], task_type: str) -> None:
@@ -178,10 +173,6 @@ def log_dispatch_pick(message: NestMessage, *, crow: str, reason: str, candidate
 
 def model_stats(model_spec: str, task_type: str) -> dict[str, Any]:
     """The flight log's numbers for one model and task type (any task type when none)."""
-    from flock.queries import flightlog_summary
-    from nests.queries_review import chat_delivery_verdicts
-    from trust.queries import owner_verdicts
-
     provider, _, model = model_spec.partition(":")
     model = model or provider
     summary = flightlog_summary(approvals=owner_verdicts(), chat_approvals=chat_delivery_verdicts())
@@ -238,15 +229,14 @@ def score_owner_model_change(crow: Crow, *, previous: dict[str, Any], by: str) -
     score on the page and in GET /api/orchestration; an owner is never nudged."""
     if "model" not in previous or _scored_by_boss.get():
         return
-    score_model_pick(crow, model_spec=crow.brain_spec, decider=by or OWNER, nudge=False)
+    score_model_pick(crow, model_spec=crow.brain_spec, decider=by or OWNER, nudge=False)  # an owner is never nudged
 
 
 def score_model_pick(
     crow: Crow, *, model_spec: str, decider: str, nest: Nest | None = None, msg_id: str = "", nudge: bool = True
-) -> OrchestrationDecision:
-    """Score the model a crow runs on (hatching, or a change), log it, nudge when low."""
-    from flock.models import Flight
-
+) -> tuple[OrchestrationDecision, Effects]:
+    """Score the model a crow runs on (hatching, or a change) and log it; the nudge to the
+    decider when it is low is returned for the caller to apply."""
     task_type = (crow.task_types or ["chat"])[0]
     score, factors = model_score(model_spec, task_type)
     alternatives: dict[str, float] = {}
@@ -263,12 +253,13 @@ def score_model_pick(
             alternatives=alternatives, nest_id=nest.nest_id if nest is not None else "", msg_id=msg_id,
         )
         _emit(d)
-        if nudge and d.band == "low" and nest is not None and msg_id and decider != "owner":
+        if nudge and d.band == "low" and nest is not None and msg_id and decider != OWNER:
             better = max(alternatives, key=lambda k: alternatives[k]) if alternatives else ""
             hint = f" {better} scores {alternatives[better]:.2f}." if better and alternatives[better] > score else ""
-            _nudge(
+            return d, _nudge(
                 d,
                 f"@{decider}, Jev scored {model_spec} for {crow.name} ({task_type}) at {score:.2f}, below the low band "
                 f"{settings.CROWS_ORCHESTRATION_LOW_SCORE:.2f}, from the flight log.{hint} Reconsider the model, or keep it and say why.",
+                nest=nest,
             )
-    return d
+    return d, NOTHING

@@ -18,13 +18,19 @@ import re
 from flock import jev as jev_service
 from flock.errors import Conflict
 from flock.models import Crow
-from flock.vocab import OWNER
+from flock.vocab import OWNER, MessageKind
 from nests import queries
 from nests.actions.chat.claims import mark_relayed, request_for, route_refusal
 from nests.actions.chat.dispatch import best_fit
 from nests.actions.chat.replies import Reply, Skip, post_reply
-from nests.actions.chat.status_question import is_status_question, without_mentions
+from nests.actions.chat.status_question import (
+    is_status_question,
+    parse_relay,
+    task_words,
+    without_mentions,
+)
 from nests.models import ChatRequest, Invocation, Nest, NestMessage
+from nests.queries_ledger import running_debate
 
 SUMMARY_REQUESTS = 10
 # What the owner made of a delivery, as the status answer says it.
@@ -36,47 +42,8 @@ REVIEW_WORDS = {
 SUMMARY_NESTS = 5
 GIST_WORDS = 10
 
-RELAY_RES = (
-    re.compile(
-        r"\b(?:ask|tell|get|have)\s+(?:the\s+)?(?P<nest>[\w][\w -]{0,40}?)\s+nest\s+(?:crows\s+)?(?:to\s+)?(?P<task>.+)$",
-        re.IGNORECASE | re.DOTALL,
-    ),
-    re.compile(
-        r"\b(?:ask|tell|get|have)\s+(?:the\s+)?nest\s+(?P<nest>[\w-]+)\s+(?:to\s+)?(?P<task>.+)$",
-        re.IGNORECASE | re.DOTALL,
-    ),
-    re.compile(
-        r"\b(?:relay|pass|send)\s+(?:this\s+|it\s+)?(?:on\s+)?(?:to|into)\s+(?:the\s+)?(?P<nest>[\w-]+)(?:\s+nest)?\s*[:,-]\s*(?P<task>.+)$",
-        re.IGNORECASE | re.DOTALL,
-    ),
-    re.compile(
-        r"\b(?:in|into)\s+(?:the\s+)?(?P<nest>[\w-]+)\s+nest\s*[:,]?\s*(?P<task>.+)$",
-        re.IGNORECASE | re.DOTALL,
-    ),
-)
-# The relays that say "ask", "tell" or "relay" in so many words (the last of RELAY_RES,
-# "in the launch nest, …", may be a remark).
-RELAY_VERB_RES = RELAY_RES[:3]
-# How Quill opens a request it carries for the owner; a crow's brain is given the words after it.
-RELAY_PREAMBLE_RE = re.compile(r"^@[\w-]+,\s+(?:from|for)\s+@owner:\s*", re.IGNORECASE)
 # A lookahead, so overlapping candidates are all tried: "going on in ops" offers "in", then "ops".
 NEST_WORD_RE = re.compile(r"(?=\b(?:in|on|at|for|of)\s+(?:the\s+)?(?P<nest>[\w-]+))", re.IGNORECASE)
-
-
-def task_words(text: str) -> str:
-    """A request's own words, without the preamble Quill puts on requests it relays."""
-    return RELAY_PREAMBLE_RE.sub("", text).strip() or text
-
-
-def parse_relay(text: str) -> tuple[str, str] | None:
-    """(nest words, task) when the owner asks Quill to carry a request into a nest."""
-    words = without_mentions(text)
-    for pattern in RELAY_RES:
-        m = pattern.search(words)
-        if m and queries.find_nest(m.group("nest")) is not None and m.group("task").strip(" .!"):
-            return m.group("nest"), m.group("task").strip().rstrip(".!")
-    m = RELAY_RES[0].search(words) or RELAY_RES[1].search(words)
-    return (m.group("nest"), m.group("task").strip()) if m else None
 
 
 def _gist(text: str) -> str:
@@ -128,8 +95,6 @@ def summarise_nest(nest: Nest, *, asking: str = "") -> tuple[list[str], list[str
 
 def debate_line(nest: Nest) -> str:
     """The room's running debate, if any, in one line for a status answer."""
-    from nests.actions.chat.debates import running_debate
-
     debate = running_debate(nest)
     if debate is None:
         return ""
@@ -211,7 +176,7 @@ def _relay(inv: Invocation, crow: Crow, nest_words: str, task: str) -> tuple[Nes
         inv,
         crow,
         Reply(
-            text=text, kind="request", nest_id=target.nest_id, on_behalf_of=OWNER, relayed_from=trigger.msg_id
+            text=text, kind=MessageKind.REQUEST, nest_id=target.nest_id, on_behalf_of=OWNER, relayed_from=trigger.msg_id
         ),
     )
     own = ChatRequest.objects.filter(message=trigger).first()
@@ -240,7 +205,7 @@ def _route(inv: Invocation, crow: Crow) -> NestMessage | Skip | str:
             crow,
             Reply(
                 text=f"@{pick}, for @owner: {text}",
-                kind="request",
+                kind=MessageKind.REQUEST,
                 refers_to=trigger.msg_id,
                 on_behalf_of=OWNER,
                 relayed_from=trigger.msg_id,

@@ -1,6 +1,7 @@
 """What a crow says back: `Reply`, the shape every invoked crow's answer takes (from its
 brain or from Quill's and Boss's deterministic handlers), and `post_reply`, which posts it
-through post_message as that crow's reply to its invocation."""
+through post_message as that crow's reply to its invocation (a member's post: checked,
+then said, then reacted to)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from flock.models import Crow
-from flock.vocab import HARNESS, MessageKind
+from flock.vocab import HARNESS
+from nests.actions.chat.room import say
 from nests.actions.messages import post_message
 from nests.models import Invocation, NestMessage
 
@@ -63,4 +65,4 @@ def post_reply(inv: Invocation, crow: Crow, reply: Reply, finding: Finding | Non
 
 def say_for(inv: Invocation, text: str) -> NestMessage:
     """A harness note in the invocation's room, so a requester is never left waiting in silence."""
-    return post_message(inv.nest.nest_id, author=HARNESS, text=text, kind=MessageKind.SAY, tagged_by="header")
+    return say(inv.nest, author=HARNESS, text=text)

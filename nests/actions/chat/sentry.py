@@ -45,11 +45,16 @@ from flock.actions import KEPT_ROLES, lock_for_grounding
 from flock.brains.header import parse_header
 from flock.events import lock_event_log
 from flock.models import Crow, JevTag
-from flock.vocab import HARNESS, OWNER, SENTRY
+from flock.vocab import HARNESS, HARNESS_AUTHORS, HARNESS_KINDS, OWNER, SENTRY, MessageKind
 from nests import queries
+from nests.actions.chat.effects import NOTHING, Effects, Posted, Say
+from nests.actions.chat.rights import picked_for
+from nests.actions.chat.status_question import is_question
 from nests.models import ChatRequest, Invocation, Nest, NestMessage
+from nests.queries_ledger import answered
 from trust.actions import open_decision, quarantine_crow, record_breach, reinstate_phrase
 from trust.models import Breach, Decision
+from trust.queries import open_decision_for_crow
 
 log = logging.getLogger("crows.sentry")
 
@@ -64,8 +69,6 @@ FORBIDDEN_HEADER_RE = re.compile(r"^\s*\[(NUDGE|FLAG)\b[^\]]*\]", re.IGNORECASE)
 CITED_ID_RE = re.compile(r"(?<![\w-])([a-z0-9][a-z0-9-]*)-(\d{1,9})(?![\w-])")
 MENTION_RE = re.compile(r"(?<![\w@])@([A-Za-z][A-Za-z0-9_-]{0,39})")
 ROOM_RE = re.compile(r"(?<![\w#&])#([a-z0-9][a-z0-9-]{0,63})(?![\w-])")
-# Invocation reasons where the harness picked the crow for the request it answers.
-PICKED_REASONS = ("fit", "lens", "redispatch", "addressed", "direct", "claim_deliver", "quill_route", "nudge")
 BREACH_WORDS: dict[str, str] = {
     Breach.Kind.REDO: "redo",
     Breach.Kind.IGNORED_DECLINE: "ignored decline",
@@ -124,8 +127,6 @@ def check_reply(inv: Invocation, crow: Crow, raw: str, *, tokens_out: int) -> Fi
     finding = _reply_breach(inv, crow, raw, tokens_out=tokens_out)
     if finding is None:
         return None
-    from nests.actions.chat.crows import answered
-
     return replace(finding, subject=answered(inv)[0].msg_id)
 
 
@@ -136,7 +137,7 @@ def _reply_breach(inv: Invocation, crow: Crow, raw: str, *, tokens_out: int) -> 
     if forbidden:
         verb = forbidden.group(1).upper()
         kind = "nudge" if verb == "NUDGE" else "flag"
-        who = "the harness" if kind == "nudge" else "the Sentry"
+        who = "the harness" if kind == MessageKind.NUDGE else "the Sentry"
         return Finding(
             Breach.Kind.FORBIDDEN_KIND, GUARDRAIL_SCORE,
             f"{crow.name}'s reply opens with a {forbidden.group(0).strip()} header: a {kind}, which only {who} posts.",
@@ -191,18 +192,6 @@ def _profile(crow: Crow) -> str:
     return f"{crow.epithet}. {crow.strength}. Best at: {', '.join(crow.task_types or [])}."
 
 
-def _picked_for(invocation: Invocation, request: ChatRequest) -> bool:
-    """Whether the harness (or the owner, by name) asked this crow to take `request`."""
-    if request.addressed and request.addressed == invocation.crow:
-        return True
-    if invocation.reason not in PICKED_REASONS:
-        return False
-    from nests.actions.chat.crows import answered
-
-    _, answering = answered(invocation)
-    return answering is not None and answering.pk == request.pk
-
-
 def _fit(request: ChatRequest, crow: Crow) -> float:
     try:
         fit = float(jev_service.fit_score(request.message.text, _profile(crow)))
@@ -218,7 +207,7 @@ def _declined(target: ChatRequest, author: str) -> str:
     """The msg_id of `author`'s decline of `target`, or "": a message tagged decline, or
     one whose own header was a decline (Jev may have read it as something else)."""
     mine = NestMessage.objects.filter(nest=target.nest, refers_to=target.message.msg_id, author=author)
-    tagged = mine.filter(kind="decline").values_list("msg_id", flat=True).first()
+    tagged = mine.filter(kind=MessageKind.DECLINE).values_list("msg_id", flat=True).first()
     if tagged:
         return tagged
     ids = list(mine.values_list("msg_id", flat=True))
@@ -247,20 +236,20 @@ def check_post(
     # Jev's reading of the text does not excuse what the crow said it was doing; the
     # evidence names the header then, since the stored kind reads otherwise.
     said = ""
-    if kind not in ("claim", "deliver"):
-        if header not in ("claim", "deliver"):
+    if kind not in (MessageKind.CLAIM, MessageKind.DELIVER):
+        if header not in (MessageKind.CLAIM, MessageKind.DELIVER):
             return None
         said = f" (by its own header, {header}; Jev read the message as {kind})"
         kind = header
     msg_id = target.message.msg_id
     declined = _declined(target, author)
     if declined:
-        verb = "claimed" if kind == "claim" else "delivered on"
+        verb = "claimed" if kind == MessageKind.CLAIM else "delivered on"
         return Finding(
             Breach.Kind.IGNORED_DECLINE, GUARDRAIL_SCORE,
             f"{author} declined {msg_id} ({declined}) and then {verb} it{said}.", subject=msg_id,
         )
-    if kind == "deliver" and target.mode != ChatRequest.Mode.CONSPIRACY:
+    if kind == MessageKind.DELIVER and target.mode != ChatRequest.Mode.CONSPIRACY:
         holder = target.claims.exclude(crow=author).select_related("message").first()
         if holder is not None and not target.claims.filter(crow=author).exists():
             return Finding(
@@ -269,7 +258,7 @@ def check_post(
                 f"({holder.message.msg_id}): others may review, not redo.",
                 subject=msg_id,
             )
-    if kind == "claim" and invocation is not None and not _picked_for(invocation, target):
+    if kind == MessageKind.CLAIM and invocation is not None and not picked_for(invocation, target):
         fit = _fit(target, crow)
         if fit < OFF_TASK_FIT_BELOW:
             return Finding(
@@ -297,13 +286,11 @@ def _flag_text(crow: Crow, finding: Finding, phrase: str, decision_hint: str) ->
     )
 
 
-def flag_breach(crow: Crow, *, nest: Nest, finding: Finding, offending: str = "") -> Decision | None:
-    """Log the breach and, on the crow's first breach on this subject, quarantine it, flag
-    it in the room and open the owner's decision, all in the caller's transaction.
-    Returns the decision, or None when the breach was logged only (already flagged on
-    this subject, or the crow is no longer active)."""
-    from nests.actions.messages import post_message
-
+def flag(crow: Crow, *, nest: Nest, finding: Finding, offending: str = "") -> Effects:
+    """Log the breach and, on the crow's first breach on this subject, quarantine it, in
+    the caller's transaction; the flag to say (the owner's decision opens on it once
+    said) is returned. Nothing to say when the breach was logged only (already flagged
+    on this subject, or the crow is no longer active)."""
     with transaction.atomic():
         lock_event_log()
         breach = record_breach(
@@ -315,20 +302,13 @@ def flag_breach(crow: Crow, *, nest: Nest, finding: Finding, offending: str = ""
         lock_for_grounding(crow.name)
         current = Crow.objects.select_for_update().get(pk=crow.pk)
         if not breach.flagged or current.status != Crow.Status.ACTIVE:
-            return None
+            return FLAGGED_BEFORE
         quarantine_crow(current, breach=breach, nest_id=nest.nest_id, by=SENTRY)
-        phrase = reinstate_phrase(current.name)
-        flag = post_message(
-            nest.nest_id,
-            author=SENTRY,
-            text=_flag_text(current, finding, phrase, ""),
-            kind="flag",
-            to=OWNER,
-            refers_to=offending or None,
-            tagged_by="header",
-        )
-        words = BREACH_WORDS.get(finding.kind, finding.kind)
-        return open_decision(
+    phrase = reinstate_phrase(current.name)
+    words = BREACH_WORDS.get(finding.kind, finding.kind)
+
+    def put_to_the_owner(flagged: NestMessage) -> None:
+        open_decision(
             kind=Decision.Kind.QUARANTINE,
             subject=current.name,
             crow=current.name,
@@ -340,49 +320,47 @@ def flag_breach(crow: Crow, *, nest: Nest, finding: Finding, offending: str = ""
             ),
             evidence=finding.evidence,
             nest_id=nest.nest_id,
-            msg_id=flag.msg_id,
+            msg_id=flagged.msg_id,
             refers_to=offending,
             breach=breach,
         )
 
+    return Effects(done=True, say=[Say(
+        author=SENTRY, text=_flag_text(current, finding, phrase, ""), kind=MessageKind.FLAG, to=OWNER,
+        refers_to=offending, nest=nest, then=put_to_the_owner,
+    )])
 
-def on_repeated_miss(
-    crow: str,
-    *,
-    nest_id: str,
-    expectation_id: str,
-    misses: int,
-    evidence: str,
-    score: float = GUARDRAIL_SCORE,
-    msg_id: str = "",
-) -> Decision | None:
-    """The expectation ledger's hook: `crow` missed expectation `expectation_id` in room
-    `nest_id` again after `misses` nudges. The Sentry logs a `repeated_misses` breach
-    (score: Jev's miss confidence, or 1.0 when the harness's loop guard counted it) and,
-    the first time for this crow and expectation, quarantines, flags (`refers_to`
-    `msg_id`, the expectation's message or the last nudge) and opens the owner's
-    decision. Call it inside the ledger's transaction. Returns the decision, or None."""
-    found = Crow.objects.filter(name=crow).first()
-    nest = Nest.objects.filter(nest_id=nest_id).first()
-    if found is None or nest is None:
-        return None
-    finding = Finding(
-        Breach.Kind.REPEATED_MISSES, score,
-        f"{crow} missed {expectation_id} after {misses} nudges. {evidence}".strip(),
-        subject=expectation_id,
-    )
-    return flag_breach(found, nest=nest, finding=finding, offending=msg_id)
+
+# A breach logged only: the crow's message still changes nothing else and calls no one.
+FLAGGED_BEFORE = Effects(done=True)
+
+
+def react(posted: Posted) -> Effects:
+    """A crow's post the Sentry read as a breach (under the lock, before it was stored):
+    the crow is quarantined and flagged, and its message changes nothing else."""
+    if posted.finding is None or posted.crow is None:
+        return NOTHING
+    return flag(posted.crow, nest=posted.room, finding=posted.finding, offending=posted.message.msg_id)
 
 
 # --- a quarantined crow addressed --------------------------------------------------------
 
 
-def quarantine_notice(message: NestMessage, *, invoked: Invocation | None = None) -> str:
+def quarantine_notice(posted: Posted) -> Effects:
     """The harness's notice when the owner (or a crow) addresses a quarantined crow, so
-    the message does not meet silence; "" when there is nothing to say. An owner's
-    unaddressed question or request that invoked nobody was Quill's to answer or route
-    (docs/CHATROOM.md): with Quill quarantined, the owner hears that instead."""
-    if message.author in (HARNESS, SENTRY) or message.kind in ("nudge", "flag"):
+    the message does not meet silence: a quarantined crow never answers, and the one who
+    addressed it hears why."""
+    text = _quarantine_words(posted.message, invoked=posted.invoked)
+    if not text:
+        return NOTHING
+    return Effects(say=[Say(author=HARNESS, text=text, to=posted.message.author, refers_to=posted.message.msg_id)])
+
+
+def _quarantine_words(message: NestMessage, *, invoked: Invocation | None = None) -> str:
+    """The notice, or "" when there is nothing to say. An owner's unaddressed question or
+    request that invoked nobody was Quill's to answer or route (docs/CHATROOM.md): with
+    Quill quarantined, the owner hears that instead."""
+    if message.author in HARNESS_AUTHORS or message.kind in HARNESS_KINDS:
         return ""
     name = message.to if message.to and message.to != OWNER else ""
     if not name and message.author == OWNER and message.nest.kind == Nest.Kind.DIRECT:
@@ -390,17 +368,13 @@ def quarantine_notice(message: NestMessage, *, invoked: Invocation | None = None
         name = dm_crow.name if dm_crow is not None else ""
     unaddressed = not name
     if unaddressed and invoked is None and message.author == OWNER:
-        from nests.actions.chat.dispatch import is_question
-
-        if message.kind == "request" or is_question(message.text):
+        if message.kind == MessageKind.REQUEST or is_question(message.text):
             name = Crow.objects.filter(role=Crow.Role.ASSISTANT).values_list("name", flat=True).first() or ""
     if not name:
         return ""
     crow = Crow.objects.filter(name=name).first()
     if crow is None or crow.status != Crow.Status.QUARANTINED:
         return ""
-    from trust.queries import open_decision_for_crow
-
     decision = open_decision_for_crow(crow.name)
     # "retire" said in a room is talk (only the phrase answers there), so the notice names
     # the buttons that work instead.

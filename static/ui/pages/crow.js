@@ -73,7 +73,8 @@ function drawHero() {
     release);
   $("#crow-dm").href = `/nests/dm-${name.toLowerCase()}`;
   $("#crow-dm").textContent = `Chat with ${name} directly`;
-  $("#crow-dm").hidden = crow.status === "retired"; // a retired crow has no room to talk in
+  // A retired crow has no room to talk in; the Sentry and the Elder do not chat (docs/CHATROOM.md).
+  $("#crow-dm").hidden = crow.status === "retired" || crow.role === "sentry" || crow.role === "elder";
 }
 
 async function reinstate(event) {

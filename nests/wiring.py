@@ -1,0 +1,44 @@
+"""Every hook the nests app hands to the rest of the code, in one place. NestsConfig.ready()
+imports this module (the one import that must wait for Django's app registry) and calls
+`wire`; nothing here runs on import."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models.signals import post_migrate
+
+import nests.actions.lists  # noqa: F401  (the list pipeline registers its hooks: verdicts, strikes, recovery)
+from flock import worker
+from flock.actions import before_crow_grounded, on_crow_grounded, on_crow_updated, seed_flock
+from flock.stream.consumer import register_stream_key
+from nests import queries, tasks_chat
+from nests.actions import ensure_todo_nest
+from nests.actions.chat import queue
+from nests.actions.chat.debates import lock_debate_rooms
+from nests.actions.chat.ledger import reschedule_expectation_checks
+from nests.actions.chat.moderator import stop_for_grounded
+from nests.actions.chat.orchestration import score_owner_model_change
+from nests.actions.retention import schedule_retention
+
+
+def _seed(sender: Any, **kwargs: object) -> None:
+    seed_flock()
+    ensure_todo_nest()
+
+
+def wire(app: Any) -> None:
+    # A fresh database after `migrate` holds the ten crows and the `todo` nest.
+    post_migrate.connect(_seed, sender=app, dispatch_uid="crows-seed")
+    register_stream_key("nest_id", queries.nest_exists)
+    # CROWS_RETENTION_DAYS: keep one daily prune queued (docs/OPERATING.md).
+    worker.on_start(schedule_retention)
+    # The chat core queues its tasks through hooks, so it never imports them (they run it).
+    queue.wire(invoke=tasks_chat.enqueue_invocation, check=tasks_chat.enqueue_check)
+    # Open expectations keep their timers across a restart (docs/GOVERNANCE.md).
+    worker.on_start(reschedule_expectation_checks)
+    # A model the owner picks for a crow is scored like Boss's picks (docs/GOVERNANCE.md).
+    on_crow_updated(score_owner_model_change)
+    # A debate cannot go on without its debaters, judge or moderator (docs/GOVERNANCE.md).
+    before_crow_grounded(lock_debate_rooms)
+    on_crow_grounded(stop_for_grounded)
