@@ -111,7 +111,7 @@ def test_the_owner_moving_a_crow_to_another_model_is_scored(launch, client, capt
 
 
 def test_the_owner_picking_a_model_on_the_settings_page_is_scored_once(db, client):
-    response = client.patch("/api/crows/Munin", {"model": "openai:gpt-4o-mini"}, content_type="application/json")
+    response = client.patch("/api/crows/Munin", {"model": "openai:gpt-4o-mini", "confirm": True}, content_type="application/json")
     assert response.status_code == 200
     decisions = client.get("/api/orchestration?kind=model&crow=Munin").json()["decisions"]
     assert [(d["decider"], d["model"]) for d in decisions] == [("owner", "openai:gpt-4o-mini")]
