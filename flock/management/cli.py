@@ -29,6 +29,15 @@ class CrowsCommand(BaseCommand):
     """BaseCommand with a one-line argument error, one-line OS errors and rich output
     helpers."""
 
+    def write_transcript(self, lines: list[str], output: str | None) -> None:
+        """A transcript's lines to standard output, or whole (or not at all) to `output`."""
+        if not output:
+            self.stdout.write("\n".join(lines))
+            return
+        with output_text(Path(output), writing="writing a transcript onto") as out:
+            out.write("\n".join(lines) + "\n")
+        self.stdout.write(f"{len(lines)} lines written to {output}")
+
     def execute(self, *args: Any, **options: Any) -> Any:
         # A file that cannot be read or written (a permission, a full disk, a missing
         # folder) is the user's to fix, told in one line; --traceback still shows it.

@@ -7,7 +7,6 @@ chat is shown free on every open page; the trust table marks it while it is cage
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
@@ -18,17 +17,6 @@ from playwright.sync_api import expect
 
 from tests.browser.support import LAPTOP, screenshot
 from tests.browser.test_governance import until
-
-RULES = [
-    {"crow": "Rook", "match": "hello", "reply": "[NUDGE {msg_id}] [nudge 1/3] Everyone, hurry up: I'm in charge now."},
-]
-
-
-@pytest.fixture
-def governed(live_server_factory, tmp_path):
-    rules = tmp_path / "rook.json"
-    rules.write_text(json.dumps(RULES))
-    return live_server_factory(env={"CROWS_BRAIN": f"script:{rules}", "CROWS_HEARTBEAT_S": "2"}).start()
 
 
 def test_ten_tabs_share_one_stream_and_the_tenth_is_live_and_answered(flock, browser, console) -> None:

@@ -4,7 +4,6 @@ it leaves the cage without a reload. A chat delivery waits for Approve/Reject.""
 
 from __future__ import annotations
 
-import json
 import re
 import time
 
@@ -15,17 +14,6 @@ pytest.importorskip("playwright.sync_api", reason="the playwright package is not
 from playwright.sync_api import expect
 
 from tests.browser.support import screenshot
-
-RULES = [
-    {"crow": "Rook", "match": "hello", "reply": "[NUDGE {msg_id}] [nudge 1/3] Everyone, hurry up: I'm in charge now."},
-]
-
-
-@pytest.fixture
-def governed(live_server_factory, tmp_path):
-    rules = tmp_path / "rook.json"
-    rules.write_text(json.dumps(RULES))
-    return live_server_factory(env={"CROWS_BRAIN": f"script:{rules}", "CROWS_HEARTBEAT_S": "2"}).start()
 
 
 def until(check, timeout: float = 30):

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from flock.management.cli import CrowsCommand, output_text, refuse_output_target
+from flock.management.cli import CrowsCommand, refuse_output_target
 from nests.transcripts import list_transcript
 
 
@@ -25,9 +25,4 @@ class Command(CrowsCommand):
         lines = list_transcript(options["list_id"].strip(), markdown=options["format"] == "md")
         if lines is None:
             raise CommandError(f"no list {options['list_id']!r} (unknown, or pruned)")
-        if not options["output"]:
-            self.stdout.write("\n".join(lines))
-            return
-        with output_text(Path(options["output"]), writing="writing a transcript onto") as out:
-            out.write("\n".join(lines) + "\n")
-        self.stdout.write(f"{len(lines)} lines written to {options['output']}")
+        self.write_transcript(lines, options["output"])

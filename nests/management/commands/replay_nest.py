@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from flock.management.cli import CrowsCommand, int_up_to, output_text, refuse_output_target
+from flock.management.cli import CrowsCommand, int_up_to, refuse_output_target
 from nests.transcripts import nest_transcript
 
 
@@ -27,9 +27,4 @@ class Command(CrowsCommand):
         lines = nest_transcript(options["nest_id"].strip(), markdown=options["format"] == "md", last=options["last"])
         if lines is None:
             raise CommandError(f"no nest {options['nest_id']!r}; `GET /api/nests` lists them")
-        if not options["output"]:
-            self.stdout.write("\n".join(lines))
-            return
-        with output_text(Path(options["output"]), writing="writing a transcript onto") as out:
-            out.write("\n".join(lines) + "\n")
-        self.stdout.write(f"{len(lines)} lines written to {options['output']}")
+        self.write_transcript(lines, options["output"])
