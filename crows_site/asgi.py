@@ -4,6 +4,7 @@ also starts the embedded background worker unless CROWS_EMBEDDED_WORKER=0."""
 
 from __future__ import annotations
 
+import contextvars
 import os
 
 from crows_site.daphne_requests import name_every_status, stop_form_parsing
@@ -20,11 +21,19 @@ name_every_status()
 # loop's next turn behind two epoll_ctl calls (crows_site/twisted_writes.py).
 send_queued_writes_at_once()
 
+# Start-up work runs in a copy of this thread's context, never in the context itself:
+# every connection's task starts from a copy of the context the server runs in, so an
+# asgiref Local that start-up work sets here (Django's URL prefix and urlconf, the active
+# translation, ...: building the API document sets 23) would ride along in every request,
+# and each of a stream's sync_to_async calls copies them all back into its task: 7 KiB per
+# idle stream, for as long as it stays open (docs/PERFORMANCE.md, "Stream").
+start_up = contextvars.copy_context()
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crows_site.settings")
-settings_or_exit("so-many-crows")
+start_up.run(settings_or_exit, "so-many-crows")
 
 # Django must be set up before the consumer (and through it the models) is imported.
-django_asgi_app = get_asgi_application()
+django_asgi_app = start_up.run(get_asgi_application)
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
@@ -52,8 +61,8 @@ application = ProtocolTypeRouter(
 
 # The gate's map of the API's operations and query parameters is built from its OpenAPI
 # document (~0.1 s): now, not in the first request.
-api_takes("POST", "/api/")
-documented_query_names()
+start_up.run(api_takes, "POST", "/api/")
+start_up.run(documented_query_names)
 
 from flock.jev import warm_in_background  # noqa: E402
 from flock.stream.quiet_outage import say_if_redis_is_away  # noqa: E402
@@ -61,7 +70,7 @@ from flock.stream.quiet_outage import say_if_redis_is_away  # noqa: E402
 # Jev's models and fit vocabulary load off the request path (db_worker does the same).
 warm_in_background()
 # A wrong REDIS_URL is said now, in one line, not at the first stream (db_worker too).
-say_if_redis_is_away("so-many-crows")
+start_up.run(say_if_redis_is_away, "so-many-crows")
 
 if settings.CROWS_EMBEDDED_WORKER and os.environ.get("CROWS_NO_WORKER_ON_IMPORT") != "1":
     from flock import worker  # noqa: E402
@@ -69,8 +78,8 @@ if settings.CROWS_EMBEDDED_WORKER and os.environ.get("CROWS_NO_WORKER_ON_IMPORT"
     # The worker reads the task table at once: an unmigrated database is said in one line.
     # (Only here: a server without the worker need not wait for a database still starting
     # up, and scale-out's db_workers make the same check.)
-    migrated_or_exit("so-many-crows")
-    worker.start_embedded()
+    start_up.run(migrated_or_exit, "so-many-crows")
+    start_up.run(worker.start_embedded)
 
 import gc  # noqa: E402
 

@@ -18,8 +18,9 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain, repeat
 from pathlib import Path
 
 import joblib
@@ -310,11 +311,58 @@ def model_version(name: str, data_hash: str) -> str:
     return f"{name}-{data_hash[:8]}-{CODE_VERSION}"
 
 
+def term_counter(vectorizer: TfidfVectorizer) -> Callable[[str], Counter[str]]:
+    """The counts of the terms ``vectorizer``'s analyzer finds in a string, in the order it
+    finds them first: ``Counter(vectorizer.build_analyzer()(text))``, made faster for the
+    two analyzers Jev's pipeline uses (a tag spends most of its time here).
+
+    scikit-learn builds each n-gram in a Python loop; here the slicing and the joining run
+    in C (``map``) and ``Counter`` counts them as they come, in the same order, so the
+    terms, their counts and the order ``Scorer`` sums them in are the same (a test holds
+    it). Any other analyzer set-up is counted from scikit-learn's own analyzer."""
+    config = (vectorizer.input, vectorizer.stop_words, vectorizer.tokenizer, vectorizer.ngram_range)
+    preprocess = vectorizer.preprocessor
+    if not callable(preprocess) or config[:3] != ("content", None, None):
+        return _counted(vectorizer.build_analyzer())
+    low, high = config[3]
+    if vectorizer.analyzer == "char" and low >= 2:
+        white_spaces = vectorizer._white_spaces  # the runs sklearn's _char_ngrams folds
+
+        def count_chars(text: str) -> Counter[str]:
+            text = white_spaces.sub(" ", preprocess(text))
+            length = len(text)
+            piece = text.__getitem__
+            return Counter(
+                chain.from_iterable(
+                    map(piece, map(slice, range(length - n + 1), range(n, length + 1)))
+                    for n in range(low, min(high + 1, length + 1))
+                )
+            )
+
+        return count_chars
+    if vectorizer.analyzer == "word" and low == 1:
+        tokenize = vectorizer.build_tokenizer()
+
+        def count_words(text: str) -> Counter[str]:
+            tokens = tokenize(preprocess(text))
+            counts = Counter(tokens)
+            for n in range(2, min(high + 1, len(tokens) + 1)):
+                counts.update(map(" ".join, zip(*(tokens[i:] for i in range(n)), strict=False)))
+            return counts
+
+        return count_words
+    return _counted(vectorizer.build_analyzer())
+
+
+def _counted(analyze: Callable[[str], Iterable[str]]) -> Callable[[str], Counter[str]]:
+    return lambda text: Counter(analyze(text))
+
+
 @dataclass(frozen=True, slots=True)
 class _Part:
     """One TF-IDF block of the FeatureUnion, with its slice of the coefficients."""
 
-    analyze: Callable[[str], list[str]]
+    count_terms: Callable[[str], Counter[str]]
     vocabulary: dict[str, int]
     idf: NDArray[np.float64]
     sublinear_tf: bool
@@ -343,7 +391,7 @@ class Scorer:
             size = len(vectorizer.vocabulary_)
             parts.append(
                 _Part(
-                    analyze=vectorizer.build_analyzer(),
+                    count_terms=term_counter(vectorizer),
                     vocabulary=vectorizer.vocabulary_,
                     idf=np.asarray(vectorizer.idf_, dtype=np.float64),
                     sublinear_tf=vectorizer.sublinear_tf,
@@ -358,17 +406,18 @@ class Scorer:
     def logits(self, prepared: str) -> NDArray[np.float64]:
         logits = self._intercept.copy()
         for part in self._parts:
-            vocabulary = part.vocabulary
-            columns: list[int] = []
-            counts: list[int] = []
-            for term, count in Counter(part.analyze(prepared)).items():
-                column = vocabulary.get(term)
-                if column is not None:
-                    columns.append(column)
-                    counts.append(count)
-            if not columns:
+            counted = part.count_terms(prepared)
+            found = len(counted)
+            # The terms' columns, -1 for a term the model never saw: looked up in C.
+            columns = np.fromiter(map(part.vocabulary.get, counted, repeat(-1)), dtype=np.intp, count=found)
+            tf = np.fromiter(counted.values(), dtype=np.float64, count=found)
+            known = columns >= 0
+            if not known.all():
+                # Unseen terms are left out, not weighted zero: a zero in the sums below
+                # would change how BLAS groups their additions, and so their last bits.
+                columns, tf = columns[known], tf[known]
+            if not len(columns):
                 continue
-            tf = np.array(counts, dtype=np.float64)
             if part.sublinear_tf:
                 tf = np.log(tf) + 1.0
             values = tf * part.idf[columns]
