@@ -7,12 +7,9 @@ the rule named; a nudge carries its ISO-8601 UTC deadline; `[ACK:id]` is read.""
 from __future__ import annotations
 
 import re
-import shutil
 import uuid
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 
 from tests.support.sse import SSEClient
 
@@ -20,21 +17,10 @@ pytestmark = pytest.mark.live
 ISO_UTC = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z"
 
 
-@pytest.fixture(scope="session")
-def jev_cache() -> Path:
-    """Jev's trained models, made once in this process, so each server loads rather than
-    trains them."""
-    from flock.jev import warm
-
-    warm()
-    return Path(settings.CROWS_DATA_DIR) / "jev"
-
-
 @pytest.fixture
 def chat_server(live_server_factory, sqlite_template, jev_cache):
     def start(env: dict[str, str] | None = None):
         data_dir = sqlite_template.fresh_dir(f"core-{uuid.uuid4().hex[:8]}")
-        shutil.copytree(jev_cache, data_dir / "jev", dirs_exist_ok=True)
         server = live_server_factory(env=env, data_dir=data_dir).start()
         assert server.post("/api/nests", {"name": "Launch", "crows": ["Hugin", "Munin"]}).status_code == 201
         return server
