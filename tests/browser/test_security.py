@@ -53,8 +53,10 @@ def test_login_sets_the_cookie_and_the_pages_and_stream_work(live_server_factory
 
         # Log out ends the session on the server: the page goes back to the login form,
         # and the cookie it held opens nothing any more.
-        page.click("#logout-btn")
-        page.wait_for_url(server.url + "/login")
+        # Waiting for the redirect's response, not the login page's load event, which a
+        # busy machine can hold back for long.
+        with page.expect_navigation(url=server.url + "/login", wait_until="commit", timeout=40_000):
+            page.click("#logout-btn")
         ended = httpx.get(server.url + "/api/state", headers={"Cookie": f"crows_owner={cookie['value']}"}, timeout=30)
         assert ended.status_code == 401
         page.goto(server.url + "/nests/todo")
