@@ -1,4 +1,4 @@
-"""Speaking rights, in one place, for every poster (CHATROOM_SPEC 5; docs/CHATROOM.md
+"""Speaking rights, in one place, for every poster (docs/CHATROOM.md
 "Speaking rights"). A crow's post is read against its trust for the work's task type,
 whoever sends it (its brain's reply or an HTTP client posting as the crow):
 
