@@ -16,9 +16,10 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+from tests.support.server import LiveServer, ServerPool, SqliteTemplate
 
 # The live servers run in their own processes; nothing here touches the ORM, but the
 # Playwright loop must not make Django refuse the session's fixtures.
@@ -65,10 +66,22 @@ def browser() -> Iterator[Browser]:
         launched.close()
 
 
+@pytest.fixture(scope="session")
+def server_pool(sqlite_template: SqliteTemplate) -> Iterator[ServerPool]:
+    """Most browser tests want a fresh server of one of two kinds: the next one boots while
+    the current test runs (tests/support/server.py)."""
+    pool = ServerPool(sqlite_template)
+    yield pool
+    pool.close()
+
+
 @pytest.fixture
-def flock(live_server_factory: Callable[..., Any]) -> Any:
-    """A real server with the mock brain, as `bash scripts/run.sh` starts it."""
-    return live_server_factory(env={"CROWS_BRAIN": "mock", "CROWS_HEARTBEAT_S": "2"}).start()
+def flock(server_pool: ServerPool) -> Iterator[LiveServer]:
+    """A real server with the mock brain, as `bash scripts/run.sh` starts it; fresh for
+    each test."""
+    server = server_pool.take({"CROWS_BRAIN": "mock", "CROWS_HEARTBEAT_S": "2"})
+    yield server
+    server.stop()
 
 
 # Rook breaks its contract when greeted: a nudge only the harness may send. The Sentry cages
@@ -78,12 +91,20 @@ BREACHING_ROOK = [
 ]
 
 
-@pytest.fixture
-def governed(live_server_factory: Callable[..., Any], tmp_path: Path) -> Any:
-    """A real server whose Rook is a `script:` brain that breaches on "hello"."""
-    rules = tmp_path / "rook.json"
+@pytest.fixture(scope="session")
+def breaching_rook_rules(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    rules = tmp_path_factory.mktemp("rules") / "rook.json"
     rules.write_text(json.dumps(BREACHING_ROOK))
-    return live_server_factory(env={"CROWS_BRAIN": f"script:{rules}", "CROWS_HEARTBEAT_S": "2"}).start()
+    return rules
+
+
+@pytest.fixture
+def governed(server_pool: ServerPool, breaching_rook_rules: Path) -> Iterator[LiveServer]:
+    """A real server whose Rook is a `script:` brain that breaches on "hello"; fresh for
+    each test."""
+    server = server_pool.take({"CROWS_BRAIN": f"script:{breaching_rook_rules}", "CROWS_HEARTBEAT_S": "2"})
+    yield server
+    server.stop()
 
 
 @dataclass

@@ -95,12 +95,20 @@ class LiveServer:
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = data_dir / f"daphne-{self.port}.log"
 
-    def start(self, timeout: float = 30) -> LiveServer:
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [DAPHNE, "-b", "127.0.0.1", "-p", str(self.port), "crows_site.asgi:application"],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-        )
+    def start(self, timeout: float = 60) -> LiveServer:
+        return self.launch().wait_ready(timeout)
+
+    def launch(self) -> LiveServer:
+        """Start daphne and return at once; `wait_ready` waits for its first answer."""
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [DAPHNE, "-b", "127.0.0.1", "-p", str(self.port), "crows_site.asgi:application"],
+                cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            )
+        return self
+
+    def wait_ready(self, timeout: float = 60) -> LiveServer:
+        assert self.proc is not None, "launch() first"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -137,6 +145,35 @@ class LiveServer:
 
     def log(self) -> str:
         return self.log_path.read_text() if self.log_path.exists() else ""
+
+
+class ServerPool:
+    """Servers launched one test ahead, for the fixtures that many tests in a row take with
+    the same settings (the browser suite's mock flock): while a test runs, the next test's
+    daphne boots beside it (about 2.5 s of CPU, mostly imports and loading Jev), so the next
+    test starts against a server that is already up instead of waiting for one. Each server
+    is fresh: its own copy of the migrated template, never used by another test. The last
+    spare of each kind is stopped unused when the session ends."""
+
+    def __init__(self, template: SqliteTemplate) -> None:
+        self.template = template
+        self.spares: dict[tuple[tuple[str, str], ...], LiveServer] = {}
+        self.launched = 0
+
+    def take(self, env: dict[str, str]) -> LiveServer:
+        key = tuple(sorted(env.items()))
+        server = self.spares.pop(key, None) or self._launch(env)
+        self.spares[key] = self._launch(env)
+        return server.wait_ready()
+
+    def _launch(self, env: dict[str, str]) -> LiveServer:
+        self.launched += 1
+        return LiveServer(self.template.fresh_dir(f"pooled-{self.launched}"), env=env).launch()
+
+    def close(self) -> None:
+        for server in self.spares.values():
+            server.stop()
+        self.spares.clear()
 
 
 class SqliteTemplate:
