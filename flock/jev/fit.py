@@ -14,7 +14,7 @@ The vectorizer is fitted once per process on every built-in question's training 
 stop words removed) with char_wb 3-5 grams, so "price" on a task still meets "pricing".
 
 Fitting takes a couple of seconds of CPU, so the fitted vectorizer is cached beside the
-models (``fit-vocab-<data>-v<n>-sklearn<version>.joblib`` in Jev's cache directory, keyed by
+models (``fit-vocab-<data>-v<n>-sklearn<version>.pickle`` in Jev's cache directory, keyed by
 every question's data hash): a server that starts with it cached is ready at once, and
 ``manage.py jev_warm`` writes it before the server starts.
 
@@ -66,7 +66,7 @@ def vocabulary_cache_path() -> Path:
     digest = hashlib.sha256()
     for name, question in sorted(jev.questions().items()):
         digest.update(f"{name}\0{question.data_hash()}\0".encode())
-    return jev.cache_dir / f"fit-vocab-{digest.hexdigest()[:16]}-v{VOCAB_VERSION}-sklearn{sklearn.__version__}.joblib"
+    return jev.cache_dir / f"fit-vocab-{digest.hexdigest()[:16]}-v{VOCAB_VERSION}-sklearn{sklearn.__version__}.pickle"
 
 
 def _fit() -> FeatureUnion:
@@ -88,15 +88,14 @@ def _load_or_fit() -> tuple[FeatureUnion, bool]:
     """The vectorizer from the cache, or fitted now and cached; and whether it was cached.
     An unreadable cache file is refitted; one that cannot be written only costs the next
     process the fit again."""
-    import joblib
     from sklearn.pipeline import FeatureUnion
 
-    from flock.jev.model import _write_atomically
+    from flock.jev.model import _write_atomically, read_cached
 
     path = vocabulary_cache_path()
     if path.exists():
         try:
-            cached = joblib.load(path)
+            cached = read_cached(path)
         except Exception:
             log.warning("jev: unreadable fit vocabulary %s, refitting", path, exc_info=True)
         else:
@@ -106,7 +105,7 @@ def _load_or_fit() -> tuple[FeatureUnion, bool]:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_atomically(path, union)
-        for old in path.parent.glob("fit-vocab-*.joblib"):
+        for old in [*path.parent.glob("fit-vocab-*.pickle"), *path.parent.glob("fit-vocab-*.joblib")]:
             if old != path:
                 old.unlink(missing_ok=True)
     except OSError:

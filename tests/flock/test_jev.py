@@ -140,7 +140,7 @@ def test_cache_is_reused_and_rebuilt_when_the_data_changes(colour_dir: Path) -> 
     cache = colour_dir.parent / "cache"
     first = colour_jev(colour_dir).loaded("colour")
     assert not first.from_cache
-    [cached] = cache.glob("colour-*.joblib")
+    [cached] = cache.glob("colour-*.pickle")
 
     again = colour_jev(colour_dir).loaded("colour")
     assert again.from_cache
@@ -152,7 +152,7 @@ def test_cache_is_reused_and_rebuilt_when_the_data_changes(colour_dir: Path) -> 
     assert not changed.from_cache
     assert changed.model.version != first.model.version
     # The stale model is removed, so the cache holds one file per question.
-    [rebuilt] = cache.glob("colour-*.joblib")
+    [rebuilt] = cache.glob("colour-*.pickle")
     assert rebuilt != cached
 
 
@@ -378,7 +378,7 @@ def test_jev_warm_trains_what_is_missing_then_only_loads_it(colour_dir: Path, mo
     from flock.management.commands import jev_warm
 
     monkeypatch.setattr(jev_warm, "default_jev", lambda: colour_jev(colour_dir))
-    vocabulary = colour_dir.parent / "cache" / "fit-vocab.joblib"
+    vocabulary = colour_dir.parent / "cache" / "fit-vocab.pickle"
     monkeypatch.setattr(jev_warm, "vocabulary_cache_path", lambda: vocabulary)
     # Stands in for the real fit (the built-in questions' texts, seconds): cached once written.
     monkeypatch.setattr(jev_warm, "warm_fit_score", lambda: vocabulary.exists() or (vocabulary.write_bytes(b"v") < 0))
@@ -389,7 +389,7 @@ def test_jev_warm_trains_what_is_missing_then_only_loads_it(colour_dir: Path, mo
     assert first.index("jev: training colour") < first.index("jev: colour trained in")
     assert first.index("jev: fitting the crow-fit vocabulary") < first.index("jev: crow-fit vocabulary fitted in")
     assert "2 model(s) trained into" in first
-    assert list((colour_dir.parent / "cache").glob("colour-*.joblib"))
+    assert list((colour_dir.parent / "cache").glob("colour-*.pickle"))
 
     out = StringIO()
     call_command("jev_warm", stdout=out)
@@ -430,7 +430,7 @@ def test_the_fit_vocabulary_is_cached_beside_the_models_and_refitted_when_unread
     settings.CROWS_JEV_CACHE_DIR = str(tmp_path)
     monkeypatch.setattr(fit, "_vectorizer", None)
     assert fit.warm_fit_score() is False  # fitted here, and written
-    [cached] = tmp_path.glob("fit-vocab-*.joblib")
+    [cached] = tmp_path.glob("fit-vocab-*.pickle")
     assert cached == fit.vocabulary_cache_path()
     fitted = fit._fitted()
     assert fit.warm_fit_score() is False  # this process has it already: nothing to do
