@@ -45,6 +45,8 @@ have=$(cat .venv/.lock-sha256 2>/dev/null || true)
 if [ "$want" != "$have" ]; then
   echo "setup: installing pinned dependencies (requirements.lock)"
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+  # --no-compile: byte-compiling every installed module up front costs tens of seconds of
+  # CPU for the many modules nothing imports; Python compiles (and caches) what is used.
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-compile -r requirements.lock
   echo "$want" > .venv/.lock-sha256
 fi
