@@ -160,6 +160,15 @@ def test_a_long_text_is_scored_past_the_tabulated_counts() -> None:
     assert scorer.logits(prepared).tobytes() == expected.tobytes()
 
 
+def test_one_messages_softmax_is_its_row_of_the_batchs() -> None:
+    rng = np.random.default_rng(0)
+    logits = np.vstack([rng.normal(scale=4.0, size=(200, 6)), [[1e3, -1e3, 0, 0, 0, 0], [0.0] * 6]])
+    for temperature in (0.05, 0.7, 1.0, 3.3):
+        batch = softmax(logits, temperature)
+        for row, expected in zip(logits, batch, strict=True):
+            assert softmax(row, temperature).tobytes() == expected.tobytes()
+
+
 def test_the_tabulated_tf_is_numpys_log_of_each_count_alone() -> None:
     for count in range(1, len(_TF)):
         assert _TF[count] == float(count)
