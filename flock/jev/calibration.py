@@ -23,6 +23,13 @@ ECE_BINS = 10
 
 def softmax(logits: NDArray[np.float64], temperature: float = 1.0) -> NDArray[np.float64]:
     scaled = logits / temperature
+    if scaled.ndim == 1:
+        # One message's logits, on every tag's path: the same operations in place, without
+        # the axis bookkeeping (a test holds each row equal to the batch's).
+        scaled -= scaled.max()
+        np.exp(scaled, out=scaled)
+        scaled /= scaled.sum()
+        return scaled
     scaled = scaled - scaled.max(axis=-1, keepdims=True)
     exp = np.exp(scaled)
     return exp / exp.sum(axis=-1, keepdims=True)

@@ -35,6 +35,7 @@ from sklearn.preprocessing import normalize
 from sklearn.svm import LinearSVC
 
 from flock.jev.calibration import fit_temperature, softmax
+from flock.jev.ngrams import CodedVocabulary
 from flock.jev.questions import Example, JevDataError, Question
 from flock.jev.text import prepare
 
@@ -51,6 +52,7 @@ SVM_C = 1.0
 WORD_TOKENS = r"(?u)\b\w+\b"
 # With the question's "punctuation_tokens" (kind's), ? ! : and " are word tokens too.
 WORD_AND_PUNCTUATION_TOKENS = r"(?u)\b\w+\b|[?!:\"]"
+TOKEN_PATTERNS = (WORD_TOKENS, WORD_AND_PUNCTUATION_TOKENS)
 BOS, EOS = "_bos_", "_eos_"
 # Fraction held out to fit the temperature when a question ships no dev file, and the
 # fewest examples of each choice for which that slice is still worth taking.
@@ -385,25 +387,58 @@ class Scorer:
         order = [classes.index(choice) for choice in model.choices]
         coef, intercept = coef[order], intercept[order]
 
+        vectorizers = [vectorizer for _, vectorizer in union.transformer_list]
+        # The union's idf weights and coefficients (one row per column, C-contiguous for row
+        # gathers), which each block's are a slice of.
+        self._idf = np.concatenate([np.asarray(v.idf_, dtype=np.float64) for v in vectorizers])
+        self._weights = np.ascontiguousarray(coef.T)
         parts: list[_Part] = []
         offset = 0
-        for _, vectorizer in union.transformer_list:
+        for vectorizer in vectorizers:
             size = len(vectorizer.vocabulary_)
             parts.append(
                 _Part(
                     count_terms=term_counter(vectorizer),
                     vocabulary=vectorizer.vocabulary_,
-                    idf=np.asarray(vectorizer.idf_, dtype=np.float64),
+                    idf=self._idf[offset : offset + size],
                     sublinear_tf=vectorizer.sublinear_tf,
-                    weights=np.ascontiguousarray(coef[:, offset : offset + size].T),
+                    weights=self._weights[offset : offset + size],
                 )
             )
             offset += size
         self._parts = tuple(parts)
         self._intercept = intercept
         self._temperature = model.temperature
+        self.coded = coded_vocabulary(vectorizers)
+        if self.coded is not None:
+            self._tf = _LOG_TF if parts[0].sublinear_tf else _TF
 
     def logits(self, prepared: str) -> NDArray[np.float64]:
+        if self.coded is None:
+            return self._plain_logits(prepared)
+        logits = self._intercept.copy()
+        columns, counts, words = self.coded.find(prepared)
+        if not len(columns):
+            return logits
+        # A term occurs at most once per character of the framed text.
+        if len(prepared) + FRAME_CHARS < len(self._tf):
+            tf = self._tf[counts]
+        else:
+            tf = counts.astype(np.float64)
+            if self._parts[0].sublinear_tf:
+                tf = np.log(tf) + 1.0
+        values = tf * self._idf[columns]
+        weights = self._weights[columns]
+        for block in (slice(None, words), slice(words, None)):
+            block_values = values[block]
+            if len(block_values):
+                # Each TfidfVectorizer L2-normalises its own block before the union joins them.
+                logits += (block_values @ weights[block]) / np.sqrt(block_values @ block_values)
+        return logits
+
+    def _plain_logits(self, prepared: str) -> NDArray[np.float64]:
+        """The logits from each block's terms counted as strings and looked up in its
+        vocabulary: for a union ``coded_vocabulary`` cannot code."""
         logits = self._intercept.copy()
         for part in self._parts:
             counted = part.count_terms(prepared)
@@ -421,12 +456,57 @@ class Scorer:
             if part.sublinear_tf:
                 tf = np.log(tf) + 1.0
             values = tf * part.idf[columns]
-            # Each TfidfVectorizer L2-normalises its own block before the union joins them.
             logits += (values @ part.weights[columns]) / np.sqrt(values @ values)
         return logits
 
     def probabilities(self, prepared: str) -> NDArray[np.float64]:
         return softmax(self.logits(prepared), self._temperature)
+
+
+# A term's sublinear tf, 1 + log(count), by count (and the count itself as a float, for a
+# block without sublinear tf): looked up rather than computed per message. numpy's log is
+# the same function on every element of any array, so these are the values the plain path
+# computes (a test holds each one equal to np.log on an array of just that count).
+_TF = np.arange(1 << 15, dtype=np.float64)
+with np.errstate(divide="ignore"):
+    _LOG_TF = np.log(_TF) + 1.0
+FRAME_CHARS = len(frame(""))
+
+
+def coded_vocabulary(vectorizers: Sequence[TfidfVectorizer]) -> CodedVocabulary | None:
+    """The union's terms as integer codes (ngrams.py), or None when the union is not the
+    word block and char block ``build_pipeline`` makes, framed by one ``frame``, with the
+    same sublinear tf (a code for another set-up would have to be proved again)."""
+    if len(vectorizers) != 2:
+        return None
+    words, chars = vectorizers
+    for vectorizer in vectorizers:
+        if (
+            vectorizer.input != "content"
+            or vectorizer.preprocessor is not frame
+            or vectorizer.stop_words is not None
+            or vectorizer.norm != "l2"
+            or not vectorizer.use_idf
+            or vectorizer.sublinear_tf != words.sublinear_tf
+        ):
+            return None
+    # Tokens of these patterns hold no space, so a word n-gram splits back into its tokens.
+    if words.analyzer != "word" or words.tokenizer is not None or words.token_pattern not in TOKEN_PATTERNS:
+        return None
+    if chars.analyzer != "char":
+        return None
+    try:
+        return CodedVocabulary(
+            preprocess=frame,
+            tokenize=words.build_tokenizer(),
+            word_vocabulary=words.vocabulary_,
+            word_ngrams=words.ngram_range,
+            white_spaces=chars._white_spaces,
+            char_vocabulary=chars.vocabulary_,
+            char_ngrams=chars.ngram_range,
+        )
+    except ValueError:  # an alphabet too large for 64-bit codes
+        return None
 
 
 def cache_path(cache_dir: Path, question: Question, data_hash: str) -> Path:

@@ -1,9 +1,11 @@
 """Jev's fast paths give the answers of the plain ones, to the last bit.
 
-``prepare`` skips a substitution its text cannot match, and ``Scorer`` counts n-grams and
-looks them up in C (docs/PERFORMANCE.md, "Jev"). Here both are held equal to the plain
-forms they replace, written out below: every substitution run, scikit-learn's own
-analyzers, one Python loop per term. Equal means the same bytes, not close.
+``prepare`` skips a substitution its text cannot match, and ``Scorer`` finds a message's
+n-grams as integer codes in one sorted array (flock/jev/ngrams.py), or, for a union it
+cannot code, counts them as strings and looks them up in C (docs/PERFORMANCE.md, "Jev").
+Here all of them are held equal to the plain forms they replace, written out below: every
+substitution run, scikit-learn's own analyzers, one Python loop per term. Equal means the
+same bytes, not close.
 """
 
 from __future__ import annotations
@@ -16,7 +18,17 @@ import numpy as np
 import pytest
 
 from flock.jev.calibration import softmax
-from flock.jev.model import Scorer, term_counter
+from flock.jev.model import (
+    _LOG_TF,
+    _TF,
+    Scorer,
+    TrainedModel,
+    build_pipeline,
+    coded_vocabulary,
+    frame,
+    term_counter,
+)
+from flock.jev.ngrams import CodedVocabulary
 from flock.jev.questions import read_examples
 from flock.jev.service import default_jev
 from flock.jev.text import (
@@ -42,6 +54,8 @@ EDGES = [
     "@Hugin pls", "K\u212a \u017f \u0130\u0131", "\u00e9.PDF", "x.tar.gz", "end.", "a/b/c", "and/or 24/7",
     "deadbeef 1234abcd", "\u0085next\u2028line\u2029p", "Stra\u00dfe \u00df", "an \U0001f642 emoji.png",
     "wait...and", "e.g. this", "v2.1 is 3.5x", "done it.Then", "@x?", "I'll take it", "a", "ab",
+    # Characters no vocabulary holds: a lone surrogate, the last code point, private use.
+    "half \ud800 a pair", "\U0010ffff end", "\ue000\ue001 ok", "ok ok ok ok ok ok ok", "? ? ! : \"",
 ]
 
 
@@ -78,6 +92,25 @@ def plain_logits(scorer: Scorer, analyzers: list, prepared: str) -> np.ndarray:
     return logits
 
 
+def vocabulary_terms(vectorizers: list, counted: list[Counter[str]]) -> tuple[list[int], list[int], int]:
+    """What `CodedVocabulary.find` answers, from each block's terms as scikit-learn's
+    analyzer counts them: the union's columns of the known terms in first-seen order, their
+    counts, and how many are word terms."""
+    columns: list[int] = []
+    counts: list[int] = []
+    blocks: list[int] = []
+    offset = 0
+    for vectorizer, terms in zip(vectorizers, counted, strict=True):
+        for term, count in terms.items():
+            column = vectorizer.vocabulary_.get(term)
+            if column is not None:
+                columns.append(offset + column)
+                counts.append(count)
+        blocks.append(len(columns))
+        offset += len(vectorizer.vocabulary_)
+    return columns, counts, blocks[0]
+
+
 def corpus() -> list[str]:
     jev = default_jev()
     texts = [e.text for q in jev.questions().values() for e in [*q.train_examples(), *q.dev_examples()]]
@@ -90,20 +123,91 @@ def test_prepare_gives_what_every_substitution_gives() -> None:
 
 
 @pytest.mark.parametrize("question", sorted(default_jev().questions()))
-def test_the_scorer_counts_and_sums_as_scikit_learn_counts_and_a_plain_loop_sums(question: str) -> None:
+def test_the_scorer_finds_counts_and_sums_as_scikit_learn_counts_and_a_plain_loop_sums(question: str) -> None:
     loaded = default_jev().loaded(question)
     vectorizers = [v for _, v in loaded.model.pipeline.named_steps["features"].transformer_list]
     analyzers = [v.build_analyzer() for v in vectorizers]
     scorer = loaded.scorer
+    coded = scorer.coded
+    assert coded is not None  # every built-in question takes the coded path
     texts = corpus()
-    # Every text for the counts (cheap); a fixed sample of a few hundred for the sums.
-    for text in texts:
-        prepared = prepare(text)
-        for vectorizer, analyze in zip(vectorizers, analyzers, strict=True):
+    # Every text for the coded terms, and a sample unprepared (the codes must hold for any
+    # string, not just prepare's output); a sample for the strings the plain path counts
+    # (no built-in question takes it) and a fixed sample of a few hundred for the sums.
+    inputs = [*map(prepare, texts), *texts[::25], *EDGES, "  two  spaces  ", "\t", "x" * 5000]
+    for i, prepared in enumerate(inputs):
+        counted = [Counter(analyze(prepared)) for analyze in analyzers]
+        for vectorizer, terms in zip(vectorizers, counted, strict=True):
             # Same terms, counts and first-seen order: the order is the order of the sums.
-            assert list(term_counter(vectorizer)(prepared).items()) == list(Counter(analyze(prepared)).items())
+            if i % 10 == 0:
+                assert list(term_counter(vectorizer)(prepared).items()) == list(terms.items())
+        columns, counts, words = coded.find(prepared)
+        assert (columns.tolist(), counts.tolist(), words) == vocabulary_terms(vectorizers, counted), prepared
     for text in texts[::40] + EDGES:
         prepared = prepare(text)
         expected = plain_logits(scorer, analyzers, prepared)
         assert scorer.logits(prepared).tobytes() == expected.tobytes(), text
+        assert scorer._plain_logits(prepared).tobytes() == expected.tobytes(), text
         assert scorer.probabilities(prepared).tobytes() == softmax(expected, scorer._temperature).tobytes()
+
+
+def test_a_long_text_is_scored_past_the_tabulated_counts() -> None:
+    scorer = default_jev().loaded("kind").scorer
+    vectorizers = [v for _, v in default_jev().loaded("kind").model.pipeline.named_steps["features"].transformer_list]
+    prepared = "ok " * 12_000  # "ok" 12,000 times: more than the table of counts holds
+    assert len(prepared) >= len(_TF)
+    expected = plain_logits(scorer, [v.build_analyzer() for v in vectorizers], prepared)
+    assert scorer.logits(prepared).tobytes() == expected.tobytes()
+
+
+def test_one_messages_softmax_is_its_row_of_the_batchs() -> None:
+    rng = np.random.default_rng(0)
+    logits = np.vstack([rng.normal(scale=4.0, size=(200, 6)), [[1e3, -1e3, 0, 0, 0, 0], [0.0] * 6]])
+    for temperature in (0.05, 0.7, 1.0, 3.3):
+        batch = softmax(logits, temperature)
+        for row, expected in zip(logits, batch, strict=True):
+            assert softmax(row, temperature).tobytes() == expected.tobytes()
+
+
+def test_the_tabulated_tf_is_numpys_log_of_each_count_alone() -> None:
+    for count in range(1, len(_TF)):
+        assert _TF[count] == float(count)
+        assert _LOG_TF[count] == (np.log(np.array([count], dtype=np.float64)) + 1.0)[0]
+
+
+def test_a_union_the_codes_do_not_cover_is_scored_the_plain_way() -> None:
+    texts = ["take it", "I'll take it", "can someone look?", "please look at this", "done: it works", "thanks!"]
+    labels = ["claim", "claim", "request", "request", "deliver", "say"]
+    pipeline = build_pipeline(punctuation=True).fit([prepare(t) for t in texts], labels)
+    vectorizers = [v for _, v in pipeline.named_steps["features"].transformer_list]
+    assert isinstance(coded_vocabulary(vectorizers), CodedVocabulary)
+    words, chars = vectorizers
+    assert coded_vocabulary([chars, words]) is None
+    assert coded_vocabulary([words]) is None
+    chars.sublinear_tf = False
+    assert coded_vocabulary(vectorizers) is None
+    chars.sublinear_tf = True
+    # Tokens that may hold what joins a word n-gram's tokens: the scorer counts strings.
+    words.token_pattern = r"\S+"
+    assert coded_vocabulary(vectorizers) is None
+    model = TrainedModel(
+        question="test", version="test-v", choices=("claim", "deliver", "request", "say"), pipeline=pipeline,
+        temperature=1.0, calibrated_on="none", n_train=len(texts), n_calibration=0, train_seconds=0.0,
+    )
+    scorer = Scorer(model)
+    assert scorer.coded is None
+    analyzers = [v.build_analyzer() for v in vectorizers]
+    for text in [*texts, "take: it? now", ""]:
+        prepared = prepare(text)
+        assert scorer.logits(prepared).tobytes() == plain_logits(scorer, analyzers, prepared).tobytes()
+    # An alphabet so large that five of its characters do not fit a 64-bit code.
+    with pytest.raises(ValueError, match="64 bits"):
+        CodedVocabulary(
+            preprocess=frame,
+            tokenize=str.split,
+            word_vocabulary={"a": 0},
+            word_ngrams=(1, 2),
+            white_spaces=chars._white_spaces,
+            char_vocabulary={chr(0x4E00 + i) * 2: i for i in range(7000)},
+            char_ngrams=(2, 5),
+        )
