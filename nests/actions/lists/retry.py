@@ -69,7 +69,7 @@ def retry_item(item_id: str, *, note: Any = None, by: str = "owner") -> Item:
         item.mode = item.task_type = item.reason = item.answer = item.skip_reason = ""
         item.subtasks, item.crows = [], []
         # The item's budget is per attempt; the list's keeps counting every attempt.
-        item.tokens_used = item.tokens_reserved = 0
+        item.tokens_used = 0
         item.ended_at = None
         item.save()
         reopened = todo.status == TodoList.Status.FINISHED
