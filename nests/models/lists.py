@@ -64,7 +64,6 @@ class Item(models.Model):
     answer = models.TextField(blank=True)
     crows = models.JSONField(default=list, blank=True)
     skip_reason = models.CharField(max_length=40, blank=True)
-    tokens_used = models.PositiveIntegerField(default=0)
     ended_at = models.DateTimeField(null=True, blank=True)
     # A retry (docs/REVIEW.md) flies the item again as the next attempt, with the owner's
     # note in every crew prompt of that attempt.

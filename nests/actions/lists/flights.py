@@ -184,15 +184,15 @@ def _in_air_for(item: Item) -> bool:
 
 
 def _loads(sortie: Sortie) -> tuple[int, int, int]:
-    """The flights in the air, and the item's and the list's reservations, in one
-    statement (PostgreSQL: after the list's and the gate's locks are granted)."""
+    """The flights in the air, the item's tokens (landed and reserved) and the list's
+    reservations, in one statement (PostgreSQL: after the list's and the gate's locks)."""
     row = Sortie.objects.filter(pk=sortie.pk).annotate(**TAKE_OFF_LOADS)
-    in_air, item_reserved, list_reserved = row.values_list("in_air", "item_reserved", "list_reserved").get()
-    return in_air, item_reserved, list_reserved
+    in_air, item_load, list_reserved = row.values_list("in_air", "item_load", "list_reserved").get()
+    return in_air, item_load, list_reserved
 
 
-def _over_budget(item: Item, todo: TodoList, estimate: int, *, item_reserved: int, list_reserved: int) -> bool:
-    item_after = item.tokens_used + item_reserved + estimate
+def _over_budget(todo: TodoList, estimate: int, *, item_load: int, list_reserved: int) -> bool:
+    item_after = item_load + estimate
     list_after = todo.tokens_used + list_reserved + estimate
     return item_after > settings.CROWS_ITEM_TOKEN_BUDGET or list_after > todo.token_budget
 
@@ -281,15 +281,15 @@ def _launch(sortie_pk: int, *, run_id: str | None = None) -> Launch | None:
     request = request_for(sortie, item, crow)
     estimate = briefs.estimate(request)
     lock_gate()
-    in_air, item_reserved, list_reserved = _loads(sortie) if not exact_with_locks else (
-        sortie.in_air, sortie.item_reserved, sortie.list_reserved  # type: ignore[attr-defined]
+    in_air, item_load, list_reserved = _loads(sortie) if not exact_with_locks else (
+        sortie.in_air, sortie.item_load, sortie.list_reserved  # type: ignore[attr-defined]
     )
     if in_air >= settings.CROWS_MAX_IN_FLIGHT:
         sortie.status = Sortie.Status.WAITING
         sortie.waiting_since = sortie.waiting_since or timezone.now()
         sortie.save(update_fields=["status", "waiting_since"])
         return None
-    if _over_budget(item, todo, estimate, item_reserved=item_reserved, list_reserved=list_reserved):
+    if _over_budget(todo, estimate, item_load=item_load, list_reserved=list_reserved):
         sortie.status = Sortie.Status.CANCELLED
         sortie.estimate = estimate
         sortie.save(update_fields=["status", "estimate"])
@@ -338,8 +338,8 @@ def land_sortie(
             return None
         tokens = max(0, int(reply.tokens_in)) + max(0, int(reply.tokens_out))
         error = "" if reply.ok else (reply.error or "the crow came back with nothing")
-        # Landed, its estimate no longer reserves anything (reservations.py).
-        item.tokens_used += tokens
+        # Landed, its estimate no longer reserves anything, and its tokens count on the
+        # item as its sortie's (reservations.py).
         todo.tokens_used += tokens
         sortie.status = Sortie.Status.LANDED
         sortie.ok = reply.ok
@@ -348,7 +348,6 @@ def land_sortie(
         sortie.tokens = tokens
         sortie.landed_at = timezone.now()
         save_fields(
-            (item, ["tokens_used"]),
             (todo, ["tokens_used"]),
             (sortie, ["status", "ok", "text", "error", "tokens", "landed_at"]),
         )

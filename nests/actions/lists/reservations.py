@@ -1,11 +1,13 @@
-"""Token reservations, computed from what is in the air instead of stored.
+"""Token reservations and an item's tokens, computed from the rows instead of stored.
 
 A budget (an item's or a list's) holds the estimate of every flight in the air and the
-real count of every landed one. The real counts are stored (`tokens_used` on item and
-list, written at landing); the estimates are the `estimate` of the item's or list's
-sorties and banter lines still FLYING, summed when a take-off or a banter line decides.
-Storing them too cost a take-off two writes (item and list) and every landing, drop and
-recovery a write to release them, and a stored sum can drift from the rows it sums.
+real count of every landed one. The list's real count is stored (`tokens_used`, written
+at landing: list.finished reports it, and banter that lands after that report must not
+move it); an item's is the sum of its attempt's landed sorties' tokens. The estimates
+are the `estimate` of the item's or list's sorties and banter lines still FLYING, summed
+when a take-off or a banter line decides. Storing them cost a take-off two writes (item
+and list), every landing one more (the item), and every drop and recovery a write to
+release them; and a stored sum can drift from the rows it sums.
 
 The sums are exact when read under the list's row lock: every change of a list's sorties
 or banter in the air (take-off, landing, drop, abort) locks that list first. On
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Exists, F, Func, IntegerField, OuterRef, QuerySet, Subquery, Value
+from django.db.models import Case, Exists, F, Func, IntegerField, OuterRef, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce
 
 from nests.models import Banter, Sortie, TodoList
@@ -40,8 +42,16 @@ def _flying_sorties() -> QuerySet[Sortie]:
 # gate's lock, or SQLite's write lock, makes it exact).
 TAKE_OFF_LOADS = {
     "in_air": _scalar(_flying_sorties(), "COUNT", "id"),
-    "item_reserved": _scalar(
-        _flying_sorties().filter(item=OuterRef("item"), attempt=OuterRef("item__attempt")), "SUM", "estimate"
+    "item_load": _scalar(
+        Sortie.objects.filter(item=OuterRef("item"), attempt=OuterRef("item__attempt")).annotate(
+            load=Case(
+                When(status=Sortie.Status.FLYING, then=F("estimate")),
+                When(status=Sortie.Status.LANDED, then=F("tokens")),
+                default=Value(0),
+            )
+        ),
+        "SUM",
+        "load",
     ),
     "list_reserved": Coalesce(
         _scalar(_flying_sorties().filter(todo_list=OuterRef("todo_list")), "SUM", "estimate")
