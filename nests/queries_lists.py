@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import Count, IntegerField, OuterRef, Q, Subquery, Sum, Value
@@ -59,7 +60,7 @@ def _current_output(verdicts: list[dict[str, Any]], attempt: int) -> dict[str, A
     return {}
 
 
-def flight_failures(items: list[Item]) -> dict[str, list[dict[str, str]]]:
+def flight_failures(items: Sequence[Item]) -> dict[str, list[dict[str, str]]]:
     """Each item's failed flights of its current attempt, oldest first: the crow and the
     brain's own sentence, so a page or a report can say why an item failed (`failure`)."""
     attempts = {i.pk: (i.item_id, i.attempt) for i in items}

@@ -187,7 +187,7 @@ def _loads(sortie: Sortie) -> tuple[int, int, int]:
     """The flights in the air, the item's tokens (landed and reserved) and the list's
     reservations, in one statement (PostgreSQL: after the list's and the gate's locks)."""
     row = Sortie.objects.filter(pk=sortie.pk).annotate(**TAKE_OFF_LOADS)
-    in_air, item_load, list_reserved = row.values_list("in_air", "item_load", "list_reserved").get()
+    in_air, item_load, list_reserved = row.values_list(*TAKE_OFF_LOADS).get()
     return in_air, item_load, list_reserved
 
 
