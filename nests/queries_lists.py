@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from django.db.models import Count, Q
+from django.db.models import Count, IntegerField, OuterRef, Q, Subquery, Sum, Value
+from django.db.models.functions import Coalesce
 
 from flock.events import rfc3339
 from nests.models import Item, Sortie, TodoList
@@ -58,7 +60,7 @@ def _current_output(verdicts: list[dict[str, Any]], attempt: int) -> dict[str, A
     return {}
 
 
-def flight_failures(items: list[Item]) -> dict[str, list[dict[str, str]]]:
+def flight_failures(items: Sequence[Item]) -> dict[str, list[dict[str, str]]]:
     """Each item's failed flights of its current attempt, oldest first: the crow and the
     brain's own sentence, so a page or a report can say why an item failed (`failure`)."""
     attempts = {i.pk: (i.item_id, i.attempt) for i in items}
@@ -80,7 +82,14 @@ def list_state(list_id: str) -> dict[str, Any] | None:
     todo = TodoList.objects.filter(list_id=list_id).first()
     if todo is None:
         return None
-    items = list(todo.items.order_by("n"))
+    # An item's tokens are its attempt's landed sorties' (not stored: nests/actions/lists/reservations.py).
+    landed = Sortie.objects.filter(item=OuterRef("pk"), attempt=OuterRef("attempt"), status=Sortie.Status.LANDED)
+    tokens = landed.order_by().values("item").annotate(total=Sum("tokens")).values("total")
+    items = list(
+        todo.items.order_by("n").annotate(
+            tokens_used=Coalesce(Subquery(tokens), Value(0), output_field=IntegerField())
+        )
+    )
     verdicts = item_verdicts([i.item_id for i in items])
     mock = mock_answered([i.item_id for i in items])
     failures = flight_failures(items)

@@ -23,9 +23,9 @@ class TodoList(models.Model):
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.FLYING)
     # The budget in force when the list was accepted; later setting changes do not move it.
     token_budget = models.PositiveIntegerField()
-    # Real tokens of landed flights and banter, and estimates held by flights in the air.
+    # Real tokens of landed flights and banter; the estimates of those in the air are
+    # summed from their rows (nests/actions/lists/reservations.py).
     tokens_used = models.PositiveIntegerField(default=0)
-    tokens_reserved = models.PositiveIntegerField(default=0)
     banter_started = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     # When the last item ended: list.finished waits at most CROWS_BANTER_WAIT_S from here.
@@ -64,8 +64,6 @@ class Item(models.Model):
     answer = models.TextField(blank=True)
     crows = models.JSONField(default=list, blank=True)
     skip_reason = models.CharField(max_length=40, blank=True)
-    tokens_used = models.PositiveIntegerField(default=0)
-    tokens_reserved = models.PositiveIntegerField(default=0)
     ended_at = models.DateTimeField(null=True, blank=True)
     # A retry (docs/REVIEW.md) flies the item again as the next attempt, with the owner's
     # note in every crew prompt of that attempt.

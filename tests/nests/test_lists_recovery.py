@@ -9,6 +9,7 @@ from django.test import Client
 from flock import worker
 from nests.actions import post_list
 from nests.actions.lists import launch_sortie, recover_lists
+from nests.actions.lists.reservations import list_reserved
 from nests.models import Banter, Sortie, TodoList
 from tests.nests.test_lists_support import named, run_list, stream, trust_everyone
 
@@ -61,14 +62,14 @@ def test_banter_in_the_air_is_dropped_and_a_list_whose_items_ended_finishes():
 
     Event.objects.filter(list_key=todo.list_id, name="list.finished").delete()
     Banter.objects.create(todo_list=todo, item_id=f"{todo.list_id}-1", speaker="Quill", listener="Boss", estimate=50)
-    TodoList.objects.filter(pk=todo.pk).update(tokens_reserved=50)
     _forget_queue()
+    assert list_reserved(todo) == 50  # the line in the air holds its estimate
 
     counts = recover_lists()
     assert counts["banter_dropped"] == 1 and counts["finishes"] == 1
     worker.run_pending()
     todo.refresh_from_db()
-    assert todo.status == "finished" and todo.tokens_reserved == 0
+    assert todo.status == "finished" and list_reserved(todo) == 0
     assert [n for n, _ in stream(todo.list_id)][-1] == "list.finished"
 
 

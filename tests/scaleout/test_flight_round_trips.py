@@ -93,22 +93,22 @@ sortie = Sortie.objects.get(todo_list=todo)
 item = sortie.item
 steps = {}
 with transaction.atomic(), CaptureQueriesContext(connection) as seen:
-    todo.tokens_reserved, item.tokens_used, sortie.text = 7, 11, "caw; it's done"
-    save_fields((item, ["tokens_used"]), (todo, ["tokens_reserved"]), (sortie, ["text"]))
+    todo.banter_started, item.attempt, sortie.text = 7, 11, "caw; it's done"
+    save_fields((item, ["attempt"]), (todo, ["banter_started"]), (sortie, ["text"]))
 steps["statements"] = len(seen.captured_queries)
 todo.refresh_from_db(); item.refresh_from_db(); sortie.refresh_from_db()
-steps["saved"] = [todo.tokens_reserved, item.tokens_used, sortie.text]
+steps["saved"] = [todo.banter_started, item.attempt, sortie.text]
 
 gone = Item(pk=item.pk + 1000, todo_list=todo)
 try:
     with transaction.atomic():
-        todo.tokens_reserved = 99
-        save_fields((todo, ["tokens_reserved"]), (gone, ["tokens_used"]))
+        todo.banter_started = 99
+        save_fields((todo, ["banter_started"]), (gone, ["attempt"]))
     steps["error"] = ""
 except Item.NotUpdated as exc:
     steps["error"] = str(exc)
 todo.refresh_from_db()
-steps["after the error"] = todo.tokens_reserved
+steps["after the error"] = todo.banter_started
 steps["gone"] = gone.pk
 print(json.dumps(steps))
 """

@@ -10,7 +10,8 @@ whose verdict caused it.
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import OuterRef, Subquery
 
 from flock.db import action_atomic, lock_or_create
 from flock.errors import BadInput
@@ -24,7 +25,25 @@ register_event_names("trust.changed")
 
 
 def _locked_balance(holder: str, task_type: str) -> tuple[int, int]:
-    """Lock the holder's row and read its (level, streak) from the newest ledger entry."""
+    """Lock the holder's row and read its (level, streak) from the newest ledger entry.
+
+    On SQLite both in one statement: every transaction there holds the database's write
+    lock from its BEGIN, so the newest entry read with the lock is the newest there is.
+    On PostgreSQL the entry is read by a statement of its own, after the lock is granted:
+    a subquery of the locking statement would read the snapshot taken before it waited,
+    missing an entry another verdict on the same holder just committed."""
+    if connection.vendor != "postgresql":
+        newest = TrustEntry.objects.filter(holder=OuterRef("holder"), task_type=OuterRef("task_type")).order_by("-id")
+        row = (
+            TrustHolder.objects.select_for_update()
+            .filter(holder=holder, task_type=task_type)
+            .annotate(level=Subquery(newest.values("level")[:1]), streak=Subquery(newest.values("streak")[:1]))
+            .values_list("level", "streak")
+            .first()
+        )
+        if row is not None:
+            level, streak = row
+            return (STRANGER, 0) if level is None else (int(level), int(streak))
     lock_or_create(TrustHolder, holder=holder, task_type=task_type)
     return trust_balance(holder, task_type)
 

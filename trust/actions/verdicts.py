@@ -2,9 +2,9 @@
 
 A target that needs the owner is opened as an Approval with a deadline, and a timeout
 task is scheduled for that deadline in the same transaction, so it fires even if the
-server restarts in between. The owner's answer, or the timeout, whichever locks the
-Approval first, records the one Verdict; the other finds it decided (a 404 for a second
-answer, a no-op for a late timeout).
+server restarts in between. The owner's answer, or the timeout, whichever inserts first,
+records the one Verdict (a verdict is unique per item, target and attempt); the other
+finds it decided (a 404 for a second answer, a no-op for a late timeout).
 
 Trust must not import nests, so the pipeline hears of owner and timeout verdicts through
 `on_verdict` hooks, called inside the verdict's transaction: the item resumes (or is
@@ -14,12 +14,13 @@ way (a chat delivery's room says it no longer stands).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from flock.db import action_atomic, insert_unless_present
@@ -222,6 +223,49 @@ def _decide(
     return verdict
 
 
+_VERDICT_COLUMNS = ("item_id", "target", "list_id", "nest_id", "verdict", "approval_id", "decided_at", "attempt",
+                    "reason", "edited_text", "task_type", "holders")
+
+
+def _decide_in_time(item_id: str, target: str, value: str, *, by: str, reason: str, edited_text: str) -> Verdict | None:
+    """Record `value` for the newest attempt's approval of `target`, if it is undecided
+    and before its deadline: one `INSERT … SELECT … ON CONFLICT DO NOTHING RETURNING`,
+    the verdict copied from its approval. None when nothing was inserted (no approval,
+    decided already, or late): the caller then looks at the approval to say which.
+
+    The approval's row is not locked: the once-per-attempt constraint is what makes the
+    verdict happen once, whoever inserts first (the owner, a second answer, the timeout),
+    and a second insert waits for the first's commit on that constraint's index."""
+    now = timezone.now()
+    verdict_table = connection.ops.quote_name(Verdict._meta.db_table)
+    approval_table = connection.ops.quote_name(Approval._meta.db_table)
+    columns = ", ".join(connection.ops.quote_name(c) for c in _VERDICT_COLUMNS)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {verdict_table} ({columns})"
+            " SELECT a.item_id, a.target, a.list_id, a.nest_id, %s, a.id, %s, a.attempt, %s, %s, a.task_type, a.holders"
+            f" FROM {approval_table} a WHERE a.id = (SELECT newest.id FROM {approval_table} newest"
+            " WHERE newest.item_id = %s AND newest.target = %s ORDER BY newest.attempt DESC LIMIT 1)"
+            " AND a.deadline > %s"
+            " ON CONFLICT DO NOTHING RETURNING id, list_id, nest_id, approval_id, attempt, task_type, holders",
+            [value, connection.ops.adapt_datetimefield_value(now), reason, edited_text,
+             item_id, target, connection.ops.adapt_datetimefield_value(now)],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    pk, list_id, nest_id, approval_id, attempt, task_type, holders = row
+    verdict = Verdict(
+        pk=pk, item_id=item_id, target=target, list_id=list_id, nest_id=nest_id, verdict=value,
+        approval_id=approval_id, decided_at=now, attempt=attempt, reason=reason, edited_text=edited_text,
+        task_type=task_type, holders=json.loads(holders) if isinstance(holders, str) else list(holders),
+    )
+    verdict._state.adding = False
+    verdict._state.db = connection.alias
+    _emit_verdict(verdict, by=by)
+    return verdict
+
+
 def record_owner_verdict(
     item_id: Any,
     *,
@@ -247,9 +291,13 @@ def record_owner_verdict(
     reason = check_reason(reason)
     edited = check_edited_text(edited_text, target=target, approve=approve)
     article = "an" if target[:1] in "aeiou" else "a"
+    value = Verdict.Value.APPROVED if approve else Verdict.Value.REJECTED
     with transaction.atomic(), batched():
         lock_event_log()
-        approval = _waiting_approval(item_id, target)
+        verdict = _decide_in_time(item_id, target, value, by=by, reason=reason, edited_text=edited)
+        # Nothing recorded: no approval, answered already, or late (then the timeout is
+        # recorded now; see below).
+        approval = _waiting_approval(item_id, target) if verdict is None else None
         late = approval is not None and _past_its_deadline(approval)
         if late:
             # Fail safe: an answer after the deadline is too late even when the timeout
@@ -258,19 +306,17 @@ def record_owner_verdict(
             assert approval is not None
             time_out_approval(item_id, target=target, attempt=approval.attempt)
         else:
-            value = Verdict.Value.APPROVED if approve else Verdict.Value.REJECTED
-            verdict = _decide(approval, value, by=by, reason=reason, edited_text=edited) if approval else None
-            if approval is None or verdict is None:
+            if verdict is None:
                 raise NotFound(f"nothing is waiting for {article} {target} verdict on {item_id!r}")
             if not edited:
-                for holder in approval.holders:
+                for holder in verdict.holders:
                     record_trust_outcome(
                         holder,
-                        task_type=approval.task_type,
+                        task_type=verdict.task_type,
                         approved=approve,
-                        list_id=approval.list_id,
+                        list_id=verdict.list_id,
                         item_id=item_id,
-                        nest_id=approval.nest_id,
+                        nest_id=verdict.nest_id,
                     )
             for hook in _verdict_hooks:
                 hook(verdict)

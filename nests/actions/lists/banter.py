@@ -5,7 +5,8 @@ crow speaks one line to another crow of the list (one it has feelings about, if 
 line comes from the brain, which is given both crows' backstories, the speaker's view of
 the listener and the list's recent events. Banter never blocks work: it takes no flight
 slot, runs in its own task, and a failed or empty line is dropped. Its tokens count
-against the list budget (reserved at start like a flight's), never against an item's.
+against the list budget (its estimate reserved while it is in the air, like a flight's),
+never against an item's.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from flock.events import emit, flush, register_event_names
 from flock.models import Crow, Event
 from nests.actions.lists import briefs
 from nests.actions.lists.ending import lock_list, maybe_finish
+from nests.actions.lists.reservations import list_reserved
 from nests.models import Banter, Item, Sortie, TodoList
 
 register_event_names("crow.banter")
@@ -74,11 +76,11 @@ def maybe_start_banter(todo: TodoList, *, item: Item, speaker: str) -> Banter | 
     # held, keep one answer's worth of tokens for every item still under way.
     still_working = todo.items.exclude(stage__in=Item.ENDED).count()
     headroom = still_working * briefs.MAX_TOKENS["answer"]
-    if todo.tokens_used + todo.tokens_reserved + estimate + headroom > todo.token_budget:
+    if todo.tokens_used + list_reserved(todo) + estimate + headroom > todo.token_budget:
         return None
+    # In the air with its estimate: that is its reservation on the list (reservations.py).
     todo.banter_started += 1
-    todo.tokens_reserved += estimate
-    todo.save(update_fields=["banter_started", "tokens_reserved"])
+    todo.save(update_fields=["banter_started"])
     banter = Banter.objects.create(
         todo_list=todo, item_id=item.item_id, speaker=speaker, listener=listener, estimate=estimate
     )
@@ -119,7 +121,6 @@ def speak_banter(banter_pk: int) -> Banter:
         )
         banter.tokens = tokens
         banter.landed_at = timezone.now()
-        todo.tokens_reserved = max(0, todo.tokens_reserved - banter.estimate)
         if todo.status == TodoList.Status.FINISHED:
             # Too late: list.finished already reported the list's tokens, so they stay as
             # reported; the flight log keeps this call's real count.
@@ -137,7 +138,7 @@ def speak_banter(banter_pk: int) -> Banter:
                 banter.status = Banter.Status.DROPPED
                 banter.why_dropped = (reply.error or "an empty or unusable line")[:200]
         banter.save(update_fields=["status", "text", "tokens", "landed_at", "why_dropped"])
-        todo.save(update_fields=["tokens_reserved", "tokens_used"])
+        todo.save(update_fields=["tokens_used"])
         maybe_finish(todo)
     return banter
 
@@ -152,8 +153,6 @@ def drop_banter(banter_pk: int, *, why: str) -> Banter | None:
         banter = Banter.objects.select_for_update().get(pk=banter_pk)
         if banter.status != Banter.Status.FLYING:
             return banter
-        todo.tokens_reserved = max(0, todo.tokens_reserved - banter.estimate)
-        todo.save(update_fields=["tokens_reserved"])
         banter.status, banter.why_dropped = Banter.Status.DROPPED, why[:200]
         banter.landed_at = timezone.now()
         banter.save(update_fields=["status", "why_dropped", "landed_at"])

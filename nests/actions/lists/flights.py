@@ -42,6 +42,7 @@ from flock.models import Crow
 from flock.worker import live_runs
 from nests.actions.lists import briefs
 from nests.actions.lists.ending import BUDGET, FAILURE, maybe_finish, skip_item
+from nests.actions.lists.reservations import ANY_WAITING, TAKE_OFF_LOADS
 from nests.actions.lists.sorties import BOOT_ID, cancel_unflown, queue_sortie
 from nests.models import FlightGate, Item, Sortie, TodoList
 from nests.tasks import fly_sortie_task
@@ -65,7 +66,7 @@ def lock_gate() -> None:
         lock_or_create(FlightGate, pk=1)
 
 
-def lock_sortie(sortie_pk: int) -> tuple[Sortie, TodoList, Item]:
+def lock_sortie(sortie_pk: int, **annotations: Any) -> tuple[Sortie, TodoList, Item]:
     """Lock a sortie with its list and item, in one statement and in the lists' one
     order: the list's row first (as lock_list everywhere), then the item, then the
     sortie. Landing a sortie can touch its siblings (cancel them, queue the Elder), so a
@@ -76,11 +77,14 @@ def lock_sortie(sortie_pk: int) -> tuple[Sortie, TodoList, Item]:
     they are once locked (READ COMMITTED re-reads a row that changed while it waited): the
     same as three `SELECT … FOR UPDATE`s in that order, in one round trip instead of
     three. PostgreSQL's manual does not promise that
-    order; its source keeps it, and tests/scaleout/test_flight_round_trips.py checks it."""
+    order; its source keeps it, and tests/scaleout/test_flight_round_trips.py checks it.
+
+    `annotations` are read in the same statement; on PostgreSQL a subquery among them
+    reads the snapshot taken before the locks were granted (see reservations.py)."""
     sortie = (
         Sortie.objects.select_related("todo_list", "item")
         .select_for_update(of=("todo_list", "item", "self"))
-        .annotate(crow_row=_CROW_ROW)
+        .annotate(crow_row=_CROW_ROW, **annotations)
         .get(pk=sortie_pk)
     )
     todo, item = sortie.todo_list, sortie.item
@@ -179,9 +183,17 @@ def _in_air_for(item: Item) -> bool:
     return Sortie.objects.filter(item=item, attempt=item.attempt, status=Sortie.Status.FLYING).exists()
 
 
-def _over_budget(item: Item, todo: TodoList, estimate: int) -> bool:
-    item_after = item.tokens_used + item.tokens_reserved + estimate
-    list_after = todo.tokens_used + todo.tokens_reserved + estimate
+def _loads(sortie: Sortie) -> tuple[int, int, int]:
+    """The flights in the air, the item's tokens (landed and reserved) and the list's
+    reservations, in one statement (PostgreSQL: after the list's and the gate's locks)."""
+    row = Sortie.objects.filter(pk=sortie.pk).annotate(**TAKE_OFF_LOADS)
+    in_air, item_load, list_reserved = row.values_list(*TAKE_OFF_LOADS).get()
+    return in_air, item_load, list_reserved
+
+
+def _over_budget(todo: TodoList, estimate: int, *, item_load: int, list_reserved: int) -> bool:
+    item_after = item_load + estimate
+    list_after = todo.tokens_used + list_reserved + estimate
     return item_after > settings.CROWS_ITEM_TOKEN_BUDGET or list_after > todo.token_budget
 
 
@@ -241,7 +253,10 @@ def launch_sortie(sortie_pk: int, *, run_id: str | None = None) -> Launch | None
 
 
 def _launch(sortie_pk: int, *, run_id: str | None = None) -> Launch | None:
-    sortie, todo, item = lock_sortie(sortie_pk)
+    # SQLite: the take-off's loads come with its locks, exact under the write lock its
+    # transaction holds from BEGIN; PostgreSQL reads them after the gate (_loads).
+    exact_with_locks = connection.vendor != "postgresql"
+    sortie, todo, item = lock_sortie(sortie_pk, **(TAKE_OFF_LOADS if exact_with_locks else {}))
     if sortie.status == Sortie.Status.FLYING:
         if sortie.claimed_by == BOOT_ID and sortie_pk in IN_AIR:
             return None  # in the air in a sibling thread of this process
@@ -266,12 +281,15 @@ def _launch(sortie_pk: int, *, run_id: str | None = None) -> Launch | None:
     request = request_for(sortie, item, crow)
     estimate = briefs.estimate(request)
     lock_gate()
-    if in_flight() >= settings.CROWS_MAX_IN_FLIGHT:
+    in_air, item_load, list_reserved = _loads(sortie) if not exact_with_locks else (
+        sortie.in_air, sortie.item_load, sortie.list_reserved  # type: ignore[attr-defined]
+    )
+    if in_air >= settings.CROWS_MAX_IN_FLIGHT:
         sortie.status = Sortie.Status.WAITING
         sortie.waiting_since = sortie.waiting_since or timezone.now()
         sortie.save(update_fields=["status", "waiting_since"])
         return None
-    if _over_budget(item, todo, estimate):
+    if _over_budget(todo, estimate, item_load=item_load, list_reserved=list_reserved):
         sortie.status = Sortie.Status.CANCELLED
         sortie.estimate = estimate
         sortie.save(update_fields=["status", "estimate"])
@@ -283,17 +301,12 @@ def _launch(sortie_pk: int, *, run_id: str | None = None) -> Launch | None:
         else:
             skip_item(item, reason=BUDGET)
         return None
-    item.tokens_reserved += estimate
-    todo.tokens_reserved += estimate
+    # In the air with its estimate: that is its reservation on item and list.
     sortie.status = Sortie.Status.FLYING
     sortie.claimed_by = BOOT_ID
     sortie.estimate = estimate
     sortie.started_at = timezone.now()
-    save_fields(
-        (item, ["tokens_reserved"]),
-        (todo, ["tokens_reserved"]),
-        (sortie, ["status", "claimed_by", "estimate", "started_at"]),
-    )
+    sortie.save(update_fields=["status", "claimed_by", "estimate", "started_at"])
     emit(
         "crow.flying",
         {"item_id": item.item_id, "crow": sortie.crow, "borrowed": sortie.borrowed},
@@ -316,15 +329,17 @@ def land_sortie(
     from nests.actions.lists.progress import after_elder_landed, after_worker_landed
     from nests.actions.lists.triage import conclude_triage
 
+    # SQLite: whether a sortie waits for a slot is read with the locks (exact under the
+    # write lock held from BEGIN), and a landing that finds none hands nothing over.
+    waiting_known = connection.vendor != "postgresql"
     with transaction.atomic(), batched():
-        sortie, todo, item = lock_sortie(sortie_pk)
+        sortie, todo, item = lock_sortie(sortie_pk, **({"any_waiting": ANY_WAITING} if waiting_known else {}))
         if sortie.status != Sortie.Status.FLYING or sortie.claimed_by != BOOT_ID:
             return None
         tokens = max(0, int(reply.tokens_in)) + max(0, int(reply.tokens_out))
         error = "" if reply.ok else (reply.error or "the crow came back with nothing")
-        item.tokens_reserved = max(0, item.tokens_reserved - sortie.estimate)
-        item.tokens_used += tokens
-        todo.tokens_reserved = max(0, todo.tokens_reserved - sortie.estimate)
+        # Landed, its estimate no longer reserves anything, and its tokens count on the
+        # item as its sortie's (reservations.py).
         todo.tokens_used += tokens
         sortie.status = Sortie.Status.LANDED
         sortie.ok = reply.ok
@@ -333,8 +348,7 @@ def land_sortie(
         sortie.tokens = tokens
         sortie.landed_at = timezone.now()
         save_fields(
-            (item, ["tokens_reserved", "tokens_used"]),
-            (todo, ["tokens_reserved", "tokens_used"]),
+            (todo, ["tokens_used"]),
             (sortie, ["status", "ok", "text", "error", "tokens", "landed_at"]),
         )
         record_flight(
@@ -362,8 +376,9 @@ def land_sortie(
                 after_elder_landed(item, sortie)
         else:
             maybe_finish(todo)
-        lock_gate()
-        hand_over_slots()
+        if not waiting_known or sortie.any_waiting:  # type: ignore[attr-defined]
+            lock_gate()
+            hand_over_slots()
     return sortie
 
 
@@ -400,10 +415,6 @@ def abort_sortie(sortie_pk: int, *, error: str) -> None:
     with transaction.atomic():
         sortie, todo, item = lock_sortie(sortie_pk)
         if sortie.status == Sortie.Status.FLYING:
-            item.tokens_reserved = max(0, item.tokens_reserved - sortie.estimate)
-            item.save(update_fields=["tokens_reserved"])
-            todo.tokens_reserved = max(0, todo.tokens_reserved - sortie.estimate)
-            todo.save(update_fields=["tokens_reserved"])
             sortie.status, sortie.ok, sortie.error = Sortie.Status.LANDED, False, error
             sortie.landed_at = timezone.now()
             sortie.save(update_fields=["status", "ok", "error", "landed_at"])

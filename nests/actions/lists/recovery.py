@@ -38,9 +38,8 @@ def recover_lists() -> dict[str, int]:
     with transaction.atomic():
         in_the_air = Banter.objects.select_for_update().filter(status=Banter.Status.FLYING)
         for banter in in_the_air.exclude(pk__in=speaking_elsewhere):
-            todo = TodoList.objects.select_for_update().get(pk=banter.todo_list_id)
-            todo.tokens_reserved = max(0, todo.tokens_reserved - banter.estimate)
-            todo.save(update_fields=["tokens_reserved"])
+            # Its list's row is locked first, as everywhere a list's lines in the air change.
+            TodoList.objects.select_for_update().get(pk=banter.todo_list_id)
             banter.status, banter.why_dropped = Banter.Status.DROPPED, "interrupted by a restart"
             banter.landed_at = timezone.now()
             banter.save(update_fields=["status", "why_dropped", "landed_at"])

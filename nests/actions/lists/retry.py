@@ -68,8 +68,8 @@ def retry_item(item_id: str, *, note: Any = None, by: str = "owner") -> Item:
         item.stage = Item.Stage.TRIAGE
         item.mode = item.task_type = item.reason = item.answer = item.skip_reason = ""
         item.subtasks, item.crows = [], []
-        # The item's budget is per attempt; the list's keeps counting every attempt.
-        item.tokens_used = item.tokens_reserved = 0
+        # The item's budget is per attempt (its sorties of this attempt, summed); the
+        # list's keeps counting every attempt.
         item.ended_at = None
         item.save()
         reopened = todo.status == TodoList.Status.FINISHED
