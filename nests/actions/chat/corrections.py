@@ -24,10 +24,11 @@ from flock.vocab import HARNESS_AUTHORS, OWNER
 from nests.models import NestMessage
 
 CORRECTION_RE = re.compile(
-    r"^\s*(?:no|nope|nah|wrong|incorrect|not\s+quite|not\s+really|actually|correction|careful|"
+    r"^\s*(?:@[\w-]+[\s,:]*)*(?:no|nope|nah|wrong|incorrect|not\s+quite|not\s+really|actually|correction|careful|"
     r"hold\s+on|wait)\b[\s,.:;!—-]"
     r"|\b(?:that'?s|that\s+is|this\s+is|it'?s|it\s+is)\s+(?:not\s+(?:right|correct|what\s+i)|wrong|incorrect|off)\b"
     r"|\byou(?:'ve|\s+have)?\s+(?:got|get|misread|misunderstood|mixed\s+up|confused|missed)\b"
+    r"|\b(?:has|had|have|got|get|gets)\s+(?:it|this|that|the\s+\w+)\s+wrong\b"
     r"|\b(?:should\s+(?:be|have\s+been|say)|meant\s+to\s+be|is\s+supposed\s+to\s+be)\b"
     r"|\b(?:please\s+)?(?:fix|correct)\s+(?:this|that|it)\b|\bmistake\b|\bnot\s+what\s+i\s+(?:asked|meant|wanted)\b",
     re.IGNORECASE,
