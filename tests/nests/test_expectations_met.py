@@ -81,7 +81,7 @@ def test_a_sure_met_from_the_crow_closes_it_and_is_logged_with_its_probabilities
     assert tag.subject == message.msg_id and tag.probs["met"] == pytest.approx(0.95)
     assert tag.outcome == {"expectation_id": exp.expectation_id, "done": "closed met"}
     assert tag.text == met.met_text(exp.message, "Hugin", message.text)
-    assert "\n⟶ Hugin: Here is the tweet" in tag.text
+    assert tag.text.startswith("_by_asked_ Here is the tweet: crows, now in nests.\n⟶ @Hugin write the launch tweet")
 
 
 def test_a_sure_missed_nudges_at_once_and_only_once(launch):

@@ -51,7 +51,7 @@ class FakeJev:
     mode_band: str = "high"
     task_type: str = "writing"
     # `expectation_met`: word -> (choice, band), looked for in the later message of the pair
-    # (after flock.jev.pairs.PAIR_SEPARATOR). Empty: Jev cannot answer it (no model yet).
+    # (before flock.jev.pairs.PAIR_SEPARATOR). Empty: Jev cannot answer it (no model yet).
     met: dict[str, tuple[str, str]] = field(default_factory=dict)
     asked: list[tuple[str, str]] = field(default_factory=list)
 
@@ -65,7 +65,7 @@ class FakeJev:
         if question == "mode":
             return self._answer("mode", ("murder", "solo", "split"), self.mode, self.mode_band)
         if question == "expectation_met" and self.met:
-            later = text.split(PAIR_SEPARATOR, 1)[-1].lower()
+            later = text.split(PAIR_SEPARATOR, 1)[0].lower()
             choice, band = next((m for word, m in self.met.items() if word in later), ("pending", "unsure"))
             return self._answer("expectation_met", ("met", "missed", "pending"), choice, band)
         if question == "task_type":
