@@ -47,9 +47,36 @@ def _already(crow: str, request: ChatRequest, check: str) -> bool:
     return Expectation.objects.filter(crow=crow, request=request, check_name=check).exists()
 
 
-def _open_and_nudge(message: NestMessage, *, crow: str, request: ChatRequest, check: str, expected: str, prompt: str) -> Say:
-    exp = open_expectation(message, crow=crow, check=check, request=request, expected=expected)
-    return nudge(exp, prompt=f"@{crow}, {exp.expectation_id}: {prompt}")
+# What each check expects, and its nudge, worded from the facts of the failing delivery
+# (`crow`, `delivery`, `asked` the request's msg_id, `gist` its opening words, and the
+# check's own: `task_type` and `roles`; `earlier`, `by`, `score` and `angle`).
+WORDING: dict[str, tuple[str, str]] = {
+    Expectation.Check.CLAIMS_SOURCED: (
+        "{crow}'s delivery {delivery} on {asked} (“{gist}”) must cite its sources",
+        "{asked} asked for sources and your delivery {delivery} cites none that can be found. Cite them: a link, "
+        "a named document, or the id of a message in this room or said to you. If you have none, say so plainly.",
+    ),
+    Expectation.Check.ROLE_ADHERENCE: (
+        "{crow} delivered {task_type} work on {asked}, outside its role ({roles}): hand it to a crow whose role "
+        "covers it, or say why it took it",
+        "{asked} is {task_type} work, outside your role ({roles}), and nobody gave it to you. Hand it to a crow "
+        "whose role covers it, or say why you took it.",
+    ),
+    Expectation.Check.DISTINCT_LENS: (
+        "{crow}'s lens {delivery} on {asked} restates {by}'s {earlier}: a distinct angle",
+        "your delivery {delivery} restates {by}'s {earlier} (similarity {score:.2f}). A conspiracy wants distinct "
+        "readings: give a distinct angle{angle}, or say what yours adds.",
+    ),
+}
+
+
+def _failed(message: NestMessage, request: ChatRequest, check: str, **facts: object) -> Say:
+    """Open `check` on the delivery and return its nudge, said at once."""
+    words = dict(crow=message.author, delivery=message.msg_id, asked=request.message.msg_id,
+                 gist=_gist(request.message.text), **facts)
+    expected, prompt = (text.format(**words) for text in WORDING[check])
+    exp = open_expectation(message, crow=message.author, check=check, request=request, expected=expected)
+    return nudge(exp, prompt=f"@{message.author}, {exp.expectation_id}: {prompt}")
 
 
 # --- claims sourced ------------------------------------------------------------------------
@@ -69,15 +96,7 @@ def _claims_sourced(message: NestMessage, request: ChatRequest) -> Say | None:
         return None
     if cites_a_source(message, request):
         return None
-    asked = request.message.msg_id
-    return _open_and_nudge(
-        message, crow=message.author, request=request, check=Expectation.Check.CLAIMS_SOURCED,
-        expected=f"{message.author}'s delivery {message.msg_id} on {asked} (“{_gist(request.message.text)}”) must cite "
-        f"its sources",
-        prompt=f"{asked} asked for sources and your delivery {message.msg_id} cites none that can be found. "
-        "Cite them: a link, a named document, or the id of a message in this room or said to you. "
-        "If you have none, say so plainly.",
-    )
+    return _failed(message, request, Expectation.Check.CLAIMS_SOURCED)
 
 
 # --- role adherence ------------------------------------------------------------------------
@@ -101,14 +120,7 @@ def _role_adherence(message: NestMessage, request: ChatRequest, crow: Crow) -> S
         return None
     if given(request, crow.name) or _already(crow.name, request, Expectation.Check.ROLE_ADHERENCE):
         return None
-    asked = request.message.msg_id
-    return _open_and_nudge(
-        message, crow=crow.name, request=request, check=Expectation.Check.ROLE_ADHERENCE,
-        expected=f"{crow.name} delivered {request.task_type} work on {asked}, outside its role "
-        f"({', '.join(roles)}): hand it to a crow whose role covers it, or say why it took it",
-        prompt=f"{asked} is {request.task_type} work, outside your role ({', '.join(roles)}), and nobody gave it to you. "
-        "Hand it to a crow whose role covers it, or say why you took it.",
-    )
+    return _failed(message, request, Expectation.Check.ROLE_ADHERENCE, task_type=request.task_type, roles=", ".join(roles))
 
 
 # --- a restated lens -----------------------------------------------------------------------
@@ -140,12 +152,8 @@ def _distinct_lens(message: NestMessage, request: ChatRequest) -> Say | None:
     earlier, score = found
     lens = request.claims.filter(crow=message.author).values_list("lens", flat=True).first() or ""
     angle = f" from your own lens ({lens})" if lens else ""
-    return _open_and_nudge(
-        message, crow=message.author, request=request, check=Expectation.Check.DISTINCT_LENS,
-        expected=f"{message.author}'s lens {message.msg_id} on {request.message.msg_id} restates {earlier.author}'s "
-        f"{earlier.msg_id}: a distinct angle",
-        prompt=f"your delivery {message.msg_id} restates {earlier.author}'s {earlier.msg_id} (similarity {score:.2f}). "
-        f"A conspiracy wants distinct readings: give a distinct angle{angle}, or say what yours adds.",
+    return _failed(
+        message, request, Expectation.Check.DISTINCT_LENS, earlier=earlier.msg_id, by=earlier.author, score=score, angle=angle,
     )
 
 
