@@ -31,6 +31,9 @@ import re
 # Between the two parts: a line break and an arrow, which no message starts with, so the
 # character n-grams that straddle it read "how the later message ends, how the opening one began".
 PAIR_SEPARATOR = "\n⟶ "
+# Part of a pair question's data hash (questions.Question.data_hash): change it with
+# `pair_text`, or a model cached for the old text would be served for the new one.
+PAIR_VERSION = "pair-v1"
 OPENING_WORDS = 6
 _SPEAKER_RE = re.compile(r"\s*([^:\n]{1,40}):\s*(.*)", re.DOTALL)
 _WORD_RE = re.compile(r"@?([A-Za-z][\w-]*)")

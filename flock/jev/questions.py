@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flock.errors import CrowsError
-from flock.jev.pairs import pair_text
+from flock.jev.pairs import PAIR_VERSION, pair_text
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +100,9 @@ class Question:
     def data_hash(self) -> str:
         """SHA-256 over the question's files: any edit to data or metadata changes it."""
         digest = hashlib.sha256(self.name.encode())
+        if self.input_fields:
+            # How a pair becomes one text is code, not data: its version retrains too.
+            digest.update(b"\0" + PAIR_VERSION.encode())
         for path in self.files():
             # The writer's folder is part of the name: moving a file between writers retrains.
             name = path.name if path.parent.parent.name != WRITERS_DIR else f"{path.parent.name}/{path.name}"
