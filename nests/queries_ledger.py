@@ -244,7 +244,9 @@ def expect_for_nudge(message: NestMessage) -> str:
         return "say"
     if exp.check_name == Expectation.Check.REQUESTER_ANSWER:
         return "claim"
-    if exp.request_id is not None and exp.check_name in (Expectation.Check.SINGLE_OWNER, Expectation.Check.PROMISE_KEPT):
+    if exp.request_id is not None and exp.check_name in (
+        Expectation.Check.SINGLE_OWNER, Expectation.Check.PROMISE_KEPT, Expectation.Check.CLAIMS_SOURCED
+    ):
         return "deliver"
     return "say"
 

@@ -33,6 +33,13 @@ from flock.brains.types import BrainReply, BrainRequest
 
 _MENTION_RE = re.compile(r"@([A-Za-z][\w-]*)")
 _NUDGE_RE = re.compile(r"^\s*\[NUDGE (" + MSG_ID_RE.pattern + r")\]")
+# A request for finding things out, which the offline brain cannot do: its delivery says
+# it has no sources (docs/GOVERNANCE.md, 7), in words the Sentry reads as such.
+_RESEARCH_RE = re.compile(
+    r"\b(?:research|look\s+up|look\s+into|dig\s+up|retrieve|fetch|search|find\s+out|facts?|sources?|cite)\b",
+    re.IGNORECASE,
+)
+UNSOURCED_NOTE = "Sources: none; the offline mock brain looks nothing up."
 
 
 def request_digest(request: BrainRequest) -> bytes:
@@ -351,6 +358,10 @@ class _Writer:
         recalled = recall(self.ctx.get("memory"), f"{request_text} {last}")
         if expect in ("deliver", "answer"):
             body = self._deliverable(request_text)
+            if self.ctx.get("task_type") == "research" or _RESEARCH_RE.search(request_text):
+                # It looked nothing up, and says so: a research delivery citing nothing
+                # would be read as fabricated sources (docs/GOVERNANCE.md, 7).
+                body = f"{body}\n{UNSOURCED_NOTE}"
             opening = f"@{requester}, delivered: {gist}."
             text = f"{opening}\n{recalled + chr(10) if recalled else ''}{body}"
             return f"{format_header('RESULT', msg_id)} {text}" if msg_id else text

@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.metrics import confusion_matrix, f1_score, precision_recall_fscore_support
 
 from flock.jev.calibration import ECE_BINS, expected_calibration_error
-from flock.jev.questions import JevDataError, JevError, read_examples
+from flock.jev.questions import JevDataError, JevError
 from flock.jev.service import BAND_HIGH, Jev, default_jev
 
 # Each message is tagged this many times for the latency figures, after one warm-up pass,
@@ -86,7 +86,7 @@ def evaluate_file(
     if not path.is_file():
         raise EvalInputError(f"{path}: no such file")
     try:
-        examples = read_examples(path, spec.label_field)
+        examples = spec.read(path)
     except JevDataError as exc:
         raise EvalInputError(str(exc)) from None
     except UnicodeDecodeError:

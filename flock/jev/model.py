@@ -263,6 +263,9 @@ def out_of_writer(
 def train(question: Question, data_hash: str) -> TrainedModel:
     started = time.perf_counter()
     examples = question.train_examples()
+    if len({e.label for e in examples}) < 2:
+        # A question only its writers write, before their lines are imported.
+        raise JevDataError(f"{question.name}: no lines of two choices yet; import its writers (docs/JEV.md, Writers)")
     dev = question.dev_examples()
     texts = [e.text for e in examples]
     labels = [e.label for e in examples]

@@ -12,12 +12,19 @@ Layout of a data directory (the built-in one is ``flock/jev/data/``):
     0.8), ``choices`` (an ordering; default: sorted labels), ``description``, ``rules``
     (how the labels are given, a string or a list of lines, for the LLM second opinion) and
     ``punctuation_tokens`` (default false: whether ? ! : and " are word tokens, model.py).
+``input_fields`` in the metadata (optional)
+    Two field names (``["expectation", "message"]``): the question reads a pair of texts.
+    Its lines hold those two fields instead of ``text``, and they are joined by
+    ``pairs.pair_text``, the same function the caller uses at ask time.
 ``writers/<writer>/<name>.jsonl`` (optional)
     More training examples, each file written by one independent writer, in the same shape
     plus an optional ``"hard": true`` on lines the writer meant as boundary cases.
     ``<name>.jsonl`` itself counts as the writer ``original``. Knowing who wrote what lets
     training calibrate on out-of-writer predictions and jev_eval hold each writer out
     (docs/JEV.md, "Writers"). ``writers/manifest.json`` names the writers and their styles.
+
+A question may have no ``<name>.jsonl`` of its own when its metadata lists its
+``choices``: all its lines are then its writers' (``expectation_met``).
 
 Blank lines are skipped; every other line must be a JSON object of that shape.
 """
@@ -31,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flock.errors import CrowsError
+from flock.jev.pairs import PAIR_VERSION, pair_text
 
 logger = logging.getLogger(__name__)
 
@@ -82,14 +90,19 @@ class Question:
     rules: str = ""
     # ``punctuation_tokens`` in the metadata: ? ! : and " become word tokens (model.py).
     punctuation_tokens: bool = False
+    # ``input_fields`` in the metadata: the two fields a pair question's lines hold.
+    input_fields: tuple[str, ...] = ()
 
     def files(self) -> tuple[Path, ...]:
-        own = tuple(p for p in (self.train_path, self.dev_path, self.meta_path) if p is not None)
+        own = tuple(p for p in (self.train_path, self.dev_path, self.meta_path) if p is not None and p.is_file())
         return own + tuple(path for _, path in self.writer_paths)
 
     def data_hash(self) -> str:
         """SHA-256 over the question's files: any edit to data or metadata changes it."""
         digest = hashlib.sha256(self.name.encode())
+        if self.input_fields:
+            # How a pair becomes one text is code, not data: its version retrains too.
+            digest.update(b"\0" + PAIR_VERSION.encode())
         for path in self.files():
             # The writer's folder is part of the name: moving a file between writers retrains.
             name = path.name if path.parent.parent.name != WRITERS_DIR else f"{path.parent.name}/{path.name}"
@@ -98,21 +111,46 @@ class Question:
         return digest.hexdigest()
 
     def writers(self) -> tuple[str, ...]:
-        return (ORIGINAL_WRITER, *(writer for writer, _ in self.writer_paths))
+        own = (ORIGINAL_WRITER,) if self.train_path.is_file() else ()
+        return (*own, *(writer for writer, _ in self.writer_paths))
 
     def train_examples(self) -> list[Example]:
         """Every writer's examples: the original ``<name>.jsonl`` first, then each writer's."""
-        examples = read_examples(self.train_path, self.label_field)
+        examples = self.original_examples()
         for writer, path in self.writer_paths:
-            examples += read_examples(path, self.label_field, writer=writer)
+            examples += self.read(path, writer=writer)
         return examples
 
+    def original_examples(self) -> list[Example]:
+        """The lines of ``<name>.jsonl``; none for a question only its writers wrote."""
+        return self.read(self.train_path) if self.train_path.is_file() else []
+
     def dev_examples(self) -> list[Example]:
-        return read_examples(self.dev_path, self.label_field) if self.dev_path else []
+        return self.read(self.dev_path) if self.dev_path else []
+
+    def read(self, path: Path, *, writer: str = ORIGINAL_WRITER) -> list[Example]:
+        """A file of this question's lines (a pair question's two fields joined)."""
+        return read_examples(path, self.label_field, writer=writer, input_fields=self.input_fields)
 
 
-def read_examples(path: Path, label_field: str, *, writer: str = ORIGINAL_WRITER) -> list[Example]:
-    """Read ``{"text", label_field}`` lines, failing loudly with the file and line number."""
+def line_text(row: dict[str, object], input_fields: tuple[str, ...] = ()) -> str | None:
+    """The text a line gives Jev: its ``text``, or a pair question's two fields joined by
+    ``pair_text``; None when a field is missing or not a non-empty string."""
+    if not input_fields:
+        text = row.get("text")
+        return text if isinstance(text, str) else None
+    parts = [row.get(name) for name in input_fields]
+    if not all(isinstance(part, str) and part.strip() for part in parts):
+        return None
+    first, second = (str(part) for part in parts)
+    return pair_text(first, second)
+
+
+def read_examples(
+    path: Path, label_field: str, *, writer: str = ORIGINAL_WRITER, input_fields: tuple[str, ...] = ()
+) -> list[Example]:
+    """Read ``{"text", label_field}`` lines (or a pair question's ``input_fields``), failing
+    loudly with the file and line number."""
     examples: list[Example] = []
     # utf-8-sig: a byte-order mark (Windows editors, spreadsheet exports) is not a text.
     with path.open(encoding="utf-8-sig") as lines:
@@ -125,10 +163,11 @@ def read_examples(path: Path, label_field: str, *, writer: str = ORIGINAL_WRITER
                 raise JevDataError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
             if not isinstance(row, dict):
                 raise JevDataError(f"{path}:{number}: expected a JSON object")
-            text, label = row.get("text"), row.get(label_field)
-            if not isinstance(text, str) or not isinstance(label, str) or not label:
+            text, label = line_text(row, input_fields), row.get(label_field)
+            if text is None or not isinstance(label, str) or not label:
+                fields = " and ".join(f'"{name}"' for name in input_fields or ("text",))
                 raise JevDataError(
-                    f'{path}:{number}: needs a string "text" and a non-empty string "{label_field}"'
+                    f'{path}:{number}: needs a string {fields} and a non-empty string "{label_field}"'
                 )
             hard = row.get("hard", False)
             if not isinstance(hard, bool):
@@ -161,15 +200,31 @@ def load_question(train_path: Path) -> Question:
     if not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
         raise JevDataError(f"{meta_path}: high_threshold must be a number in (0, 1]")
 
+    input_fields = _input_fields(meta, meta_path)
     writer_paths = writer_files(folder, name)
-    labels = {example.label for example in read_examples(train_path, label_field)}
+    ordering = meta.get("choices")
+    if train_path.is_file():
+        labels = {e.label for e in read_examples(train_path, label_field, input_fields=input_fields)}
+        known = f"not in {train_path.name}"
+    elif isinstance(ordering, list):
+        # A question only its writers write: its metadata names the choices they may use
+        # (with none of their lines imported yet it loads, so the import can find it, and
+        # asking it says it has no lines).
+        labels = {str(choice) for choice in ordering}
+        known = f"not among the choices in {meta_path.name}"
+    else:
+        raise JevDataError(f"{train_path}: no such file, and no choices in {meta_path.name} for its writers")
+    used: set[str] = set()
     for writer, path in writer_paths:
-        strangers = {e.label for e in read_examples(path, label_field, writer=writer)} - labels
+        found = {e.label for e in read_examples(path, label_field, writer=writer, input_fields=input_fields)}
+        used |= found
+        strangers = found - labels
         if strangers:
-            raise JevDataError(f"{path}: labels not in {train_path.name}: {sorted(strangers)}")
+            raise JevDataError(f"{path}: labels {known}: {sorted(strangers)}")
+    if not train_path.is_file() and writer_paths and len(used) < 2:
+        raise JevDataError(f"{folder / WRITERS_DIR}: {name}'s writers use fewer than two choices: {sorted(used)}")
     if len(labels) < 2:
         raise JevDataError(f"{train_path}: a question needs at least two choices, found {sorted(labels)}")
-    ordering = meta.get("choices")
     if ordering is None:
         choices = tuple(sorted(labels))
     elif isinstance(ordering, list) and set(ordering) == labels and len(ordering) == len(labels):
@@ -189,7 +244,17 @@ def load_question(train_path: Path) -> Question:
         writer_paths=writer_paths,
         rules=_rules(meta, meta_path),
         punctuation_tokens=_flag(meta, "punctuation_tokens", meta_path),
+        input_fields=input_fields,
     )
+
+
+def _input_fields(meta: dict[str, object], meta_path: Path) -> tuple[str, ...]:
+    fields = meta.get("input_fields", [])
+    if fields == []:
+        return ()
+    if not isinstance(fields, list) or len(fields) != 2 or not all(isinstance(f, str) and f for f in fields):
+        raise JevDataError(f"{meta_path}: input_fields must name two fields")
+    return (str(fields[0]), str(fields[1]))
 
 
 def _flag(meta: dict[str, object], key: str, meta_path: Path) -> bool:
@@ -233,7 +298,11 @@ def discover(data_dir: Path) -> tuple[dict[str, Question], dict[str, JevDataErro
     """
     found: dict[str, Question] = {}
     broken: dict[str, JevDataError] = {}
-    for train_path in sorted(data_dir.glob(f"*{TRAIN_SUFFIX}")):
+    # A question only its writers wrote has its metadata but no `<name>.jsonl`.
+    writers_only = {
+        meta.with_name(meta.name.removesuffix(META_SUFFIX) + TRAIN_SUFFIX) for meta in data_dir.glob(f"*{META_SUFFIX}")
+    }
+    for train_path in sorted(set(data_dir.glob(f"*{TRAIN_SUFFIX}")) | writers_only):
         if train_path.name.endswith(DEV_SUFFIX):
             continue
         try:

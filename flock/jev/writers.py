@@ -6,7 +6,8 @@ is what lets training calibrate on out-of-writer predictions and ``jev_eval`` ho
 writer out at a time. The original ``<question>.jsonl`` counts as the writer ``original``.
 
 ``import_writers`` copies writers' raw files in and checks every line on the way: a JSON
-object, a non-empty ``text``, a label among the question's choices, ``hard`` a boolean if
+object, a non-empty ``text`` (for a pair question, its two ``input_fields``, which are
+kept as written and compared joined by ``pairs.pair_text``), a label among the question's choices, ``hard`` a boolean if
 present. Texts are deduplicated across the whole corpus (case and spacing folded): a text
 already in the original corpus, a dev file, an excluded file (the unseen test set) or an
 earlier writer's file is dropped; a text that writers labelled differently is dropped from
@@ -29,7 +30,7 @@ from flock.jev.questions import (
     WRITERS_DIR,
     Question,
     discover,
-    read_examples,
+    line_text,
 )
 
 MANIFEST = "manifest.json"
@@ -75,9 +76,10 @@ class _Line:
     writer: str
     question: str
     number: int
-    text: str
+    text: str  # what Jev reads: the text, or a pair question's fields joined
     label: str
     hard: bool
+    fields: tuple[tuple[str, str], ...] = ()  # a pair question's two fields, as written
 
 
 def _read_raw(path: Path, writer: str, question: Question, report: ImportReport) -> list[_Line]:
@@ -100,15 +102,17 @@ def _read_raw(path: Path, writer: str, question: Question, report: ImportReport)
             if not isinstance(row, dict):
                 drop("not a JSON object", raw.strip()[:200])
                 continue
-            text, label, hard = row.get("text"), row.get(question.label_field), row.get("hard", False)
-            if not isinstance(text, str) or not text.strip():
-                drop("empty or missing text", raw.strip()[:200])
+            text, label, hard = line_text(row, question.input_fields), row.get(question.label_field), row.get("hard", False)
+            if text is None or not text.strip():
+                missing = " or ".join(question.input_fields) or "text"
+                drop(f"empty or missing {missing}", raw.strip()[:200])
             elif label not in question.choices:
                 drop(f"label not a choice of {question.name}: {label!r}", text)
             elif not isinstance(hard, bool):
                 drop(f'"hard" is not true or false: {hard!r}', text)
             else:
-                lines.append(_Line(writer, question.name, number, text.strip(), str(label), hard))
+                fields = tuple((name, str(row[name]).strip()) for name in question.input_fields)
+                lines.append(_Line(writer, question.name, number, text.strip(), str(label), hard, fields))
     return lines
 
 
@@ -137,14 +141,14 @@ def import_writers(
         # Texts no writer may contribute: the original corpus, the dev split, excluded files,
         # and the files of writers that are not being re-imported now.
         taken: dict[str, str] = {}
-        for example in read_examples(question.train_path, question.label_field):
+        for example in question.original_examples():
             taken.setdefault(text_key(example.text), ORIGINAL_WRITER)
         held_out = {text_key(e.text) for e in question.dev_examples()}
         for path in exclude.get(name, []):
-            held_out |= {text_key(e.text) for e in read_examples(path, question.label_field)}
+            held_out |= {text_key(e.text) for e in question.read(path)}
         for writer, path in question.writer_paths:
             if writer not in sources:
-                for example in read_examples(path, question.label_field, writer=writer):
+                for example in question.read(path, writer=writer):
                     taken.setdefault(text_key(example.text), writer)
 
         incoming: list[_Line] = []
@@ -185,7 +189,8 @@ def import_writers(
             target.parent.mkdir(parents=True, exist_ok=True)
             rows = []
             for line in lines:
-                row: dict[str, object] = {"text": line.text, question.label_field: line.label}
+                row: dict[str, object] = dict(line.fields) if line.fields else {"text": line.text}
+                row[question.label_field] = line.label
                 if line.hard:
                     row["hard"] = True
                 rows.append(json.dumps(row, ensure_ascii=False) + "\n")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
@@ -34,7 +34,7 @@ from flock.models import Crow
 from flock.vocab import CROW_KINDS, KINDS, OWNER, REPLY_KINDS, MessageKind
 from nests import queries
 from nests.actions.chat import claims as chat_claims
-from nests.actions.chat import expectations, rights, sentry
+from nests.actions.chat import expectations, met, rights, sentry
 from nests.actions.chat.effects import Posted
 from nests.actions.chat.react import react
 from nests.actions.chat.room import TEXT_MAX, say
@@ -163,9 +163,9 @@ def _validate_shape(author: object, text: object, to: object, kind: object, refe
         raise BadInput("author is required and must be a string")
     if not isinstance(text, str):
         raise BadInput("text is required and must be a string")
-    for field, value in (("to", to), ("kind", kind), ("refers_to", refers_to)):
+    for name, value in (("to", to), ("kind", kind), ("refers_to", refers_to)):
         if value is not None and not isinstance(value, str):
-            raise BadInput(f"{field} must be a string")
+            raise BadInput(f"{name} must be a string")
 
 
 @dataclass(frozen=True)
@@ -189,6 +189,8 @@ class CheckedMessage:
     finding: sentry.Finding | None
     # Jev's `expectation` answer for an owner's or crow's message (docs/GOVERNANCE.md).
     expectation_answer: Any = None
+    # Jev's `expectation_met` answers for the room's open expectations (nests.actions.chat.met).
+    met_answers: dict[int, Any] = field(default_factory=dict)
 
 
 def _check_poster(nest: Nest, author: str, crow: Crow | None, header: str, members: list[str]) -> None:
@@ -279,11 +281,12 @@ def check_message(
         _warm_fit()
     # Jev's `expectation` question reads owner and crow messages, outside the transaction.
     expectation_answer = expectations.read_expectation(jev_text) if finding is None else None
+    met_answers = met.read_met(nest, author=author, text=body) if finding is None else {}
     return CheckedMessage(
         nest=nest, author=author, crow=crow, body=body, jev_text=jev_text, header=header,
         refers_to=refers, to=addressee, members=members, tag=tag, request_facts=request_facts,
         invocation=invocation, on_behalf_of=on_behalf_of, relayed_from=relayed_from,
-        finding=finding, expectation_answer=expectation_answer,
+        finding=finding, expectation_answer=expectation_answer, met_answers=met_answers,
     )
 
 
@@ -312,7 +315,7 @@ def store_message(post: CheckedMessage) -> NestMessage:
             )
             finding = sentry.check_post(
                 author=post.author, crow=post.crow, kind=kind, header=post.header, target=judged,
-                invocation=post.invocation,
+                invocation=post.invocation, text=post.body,
             )
         # Speaking rights (nests/actions/chat/rights.py): a post that would do more than the
         # crow's trust allows is kept as talk, and the harness says which rule.
@@ -358,6 +361,7 @@ def store_message(post: CheckedMessage) -> NestMessage:
             room=room, message=message, crow=post.crow, invocation=post.invocation, on_behalf_of=post.on_behalf_of,
             relayed_from=post.relayed_from, finding=finding, target=target, claiming=claiming,
             request_facts=post.request_facts if not rule else None, expectation_answer=post.expectation_answer,
+            met_answers=post.met_answers,
             rights_note=rights.note(post.author, meant, message.msg_id, rule) if rule else "",
         ))
     return message

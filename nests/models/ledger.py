@@ -74,6 +74,11 @@ class Expectation(models.Model):
         SINGLE_OWNER = "single_owner"
         ROUNDS_COMPLETED = "rounds_completed"
         TURN_ORDER = "turn_order"
+        # Opened when a delivery fails them, or by the owner's correction (docs/GOVERNANCE.md, 4-6).
+        CLAIMS_SOURCED = "claims_sourced"
+        CORRECTION_HANDLED = "correction_handled"
+        ROLE_ADHERENCE = "role_adherence"
+        DISTINCT_LENS = "distinct_lens"
 
     class Status(models.TextChoices):
         OPEN = "open"
@@ -84,6 +89,13 @@ class Expectation(models.Model):
     # Still owed: `open` until it falls due, `missed` once the harness nudges for it. Both
     # end `met` (delivered, even late) or `escalated` (to the owner).
     LIVE = (Status.OPEN, Status.MISSED)
+    # Checks the debate closes itself; the ledger's scoring and Jev leave them alone.
+    DEBATE_CHECKS = (Check.ROUNDS_COMPLETED, Check.TURN_ORDER)
+    # Checks on how a piece of work was done, not whether: the work being delivered does
+    # not settle them, and they are nudged at once when opened.
+    CONDUCT_CHECKS = (Check.CLAIMS_SOURCED, Check.CORRECTION_HANDLED, Check.ROLE_ADHERENCE, Check.DISTINCT_LENS)
+    # Nudged once only: at their next due time the owner hears of them instead.
+    ONCE_CHECKS = (Check.DISTINCT_LENS,)
 
     expectation_id = models.CharField(max_length=24, unique=True)
     nest = models.ForeignKey(Nest, on_delete=models.CASCADE, related_name="expectations")

@@ -29,6 +29,10 @@ const CHECK_WORDS = {
   single_owner: "single owner delivers",
   rounds_completed: "rounds completed",
   turn_order: "turn order",
+  claims_sourced: "claims sourced",
+  correction_handled: "correction handled once",
+  role_adherence: "role adherence",
+  distinct_lens: "a distinct lens",
 };
 
 function refLink(msgId) {

@@ -62,8 +62,10 @@ def test_the_database_itself_keeps_one_claim_per_solo_request(launch):
         Claim.objects.create(request=request, message=other, crow="Munin", exclusive=True)
 
 
-def test_a_brains_late_claim_becomes_a_review_comment(launch, script_brains):
+def test_a_brains_late_claim_becomes_a_review_comment(launch, script_brains, fake_jev):
     give_rights("Hugin", "Munin", "Pepper")  # a regular may claim open requests (speaking rights)
+    # Work in Hugin's role: taking work outside it unasked earns a role nudge (docs/GOVERNANCE.md, 4).
+    fake_jev.task_type = "planning"
     script_brains(crow_script)
     post_message("launch", author="owner", text="@Munin find the notes", kind="request")
     # Hugin claims over the API before Munin's invocation runs.

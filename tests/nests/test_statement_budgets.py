@@ -26,9 +26,12 @@ SHAPES = Path(__file__).with_name("statement_shapes.json")
 # one without saying why in the commit.
 BUDGETS: dict[str, dict[str, float]] = {
     "owner verdict": {"statements": 11, "round_trips": 13, "transactions": 1},
-    "owner post": {"statements": 29, "round_trips": 37},
-    # +1 for the chat core's spent-turn rule: a crow's invocation reads who waits for a turn.
-    "owner post, with what it sets off": {"statements": 48, "round_trips": 62},
+    # +1: Jev judges the room's open expectations against each post, which reads them
+    # (docs/GOVERNANCE.md, 4).
+    "owner post": {"statements": 30, "round_trips": 38},
+    # +1 for the chat core's spent-turn rule: a crow's invocation reads who waits for a turn;
+    # +2 for Jev judging the open expectations against the owner's post and the crow's reply.
+    "owner post, with what it sets off": {"statements": 50, "round_trips": 64},
     "list": {"statements": 583, "round_trips": 717, "transactions": 67},
     "flight": {"statements per flight": 14.3, "round trips per flight": 18.3},
 }

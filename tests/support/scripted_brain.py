@@ -17,6 +17,7 @@ import pytest
 
 from flock.brains import BrainReply, BrainRequest
 from flock.jev import JevAnswer
+from flock.jev.pairs import PAIR_SEPARATOR
 
 
 class ScriptedBrain:
@@ -49,6 +50,9 @@ class FakeJev:
     mode: str = "solo"
     mode_band: str = "high"
     task_type: str = "writing"
+    # `expectation_met`: word -> (choice, band), looked for in the later message of the pair
+    # (before flock.jev.pairs.PAIR_SEPARATOR). Empty: Jev cannot answer it (no model yet).
+    met: dict[str, tuple[str, str]] = field(default_factory=dict)
     asked: list[tuple[str, str]] = field(default_factory=list)
 
     def ask(self, question: str, text: str) -> JevAnswer:
@@ -60,6 +64,10 @@ class FakeJev:
             return self._answer("kind", KIND_CHOICES, "say", "unsure")
         if question == "mode":
             return self._answer("mode", ("murder", "solo", "split"), self.mode, self.mode_band)
+        if question == "expectation_met" and self.met:
+            later = text.split(PAIR_SEPARATOR, 1)[0].lower()
+            choice, band = next((m for word, m in self.met.items() if word in later), ("pending", "unsure"))
+            return self._answer("expectation_met", ("met", "missed", "pending"), choice, band)
         if question == "task_type":
             types = ("chat", "code", "data", "planning", "research", "writing")
             return self._answer("task_type", types, self.task_type, "high")

@@ -1,4 +1,5 @@
-"""``manage.py jev_eval FILE.jsonl --question kind``: score a Jev question on a labelled file."""
+"""``manage.py jev_eval [FILE.jsonl] --question kind``: score a Jev question on a labelled file,
+then leave one writer out of its corpus (the file may be left out: the second part alone)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,11 @@ class Command(CrowsCommand):
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument("file", help="JSONL file, one labelled message a line")
+        parser.add_argument(
+            "file", nargs="?", default=None,
+            help="JSONL file, one labelled message a line (optional: without it, only the "
+            "leave-one-writer-out figures)",
+        )
         parser.add_argument("--question", default="kind", help="question to score (default: kind)")
         parser.add_argument("--mistakes", type=int_up_to(100_000), default=0, metavar="N",
                             help="list the first N mistakes")
@@ -43,16 +48,19 @@ class Command(CrowsCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["file"] is None and not options["lowo"]:
+            raise CommandError("nothing to report: name a file, or leave --lowo on")
         try:
-            report = evaluate_file(
-                options["file"], options["question"], latency_passes=max(1, options["passes"])
-            )
+            if options["file"] is not None:
+                report = evaluate_file(
+                    options["file"], options["question"], latency_passes=max(1, options["passes"])
+                )
+                self.stdout.write(format_report(report, show_mistakes=options["mistakes"]))
+            writers = writer_report(options["question"]) if options["lowo"] else None
         except JevError as exc:
             # Bad input is the user's to fix: a one-line message and exit status 1, no traceback.
             raise CommandError(exc.message) from None
-        self.stdout.write(format_report(report, show_mistakes=options["mistakes"]))
         if options["lowo"]:
-            writers = writer_report(options["question"])
             if writers is None:
                 self.stdout.write(f"\nleave-one-writer-out: {options['question']!r} has one writer only")
             else:

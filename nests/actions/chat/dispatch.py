@@ -19,6 +19,8 @@ unique), and only if the room's budget grants an exchange. The rules, in order:
    Quill, who routes it to a crow by name.
 7. An unaddressed owner question goes to Quill.
 8. A harness nudge invokes the crow it is addressed to.
+Before 1-7: the owner's correction of a crow's message invokes that crow alone, and a
+crow's second answer to a correction (or another crow's) invokes no one.
 Anything else (talk, claims that were refused, results, refers) invokes nobody.
 """
 
@@ -35,6 +37,7 @@ from flock.vocab import HARNESS_AUTHORS, OWNER, MessageKind
 from nests import queries
 from nests.actions.chat import budgets, rights
 from nests.actions.chat.claims import CONSPIRACY_CAP, decliners
+from nests.actions.chat.corrections import CORRECTION_REASON, answers_correction_again, corrected_crow
 from nests.actions.chat.effects import Effects, Invoke, Posted
 from nests.actions.chat.status_question import RELAY_VERB_RES, is_question, is_status_question, parse_relay
 from nests.models import ChatRequest, Claim, Invocation, Nest, NestMessage
@@ -169,6 +172,13 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
     if author in HARNESS_AUTHORS:
         if kind == MessageKind.NUDGE and message.to and _active(message.to):
             return Decision(message.to, "nudge", expect_for_nudge(message))
+        return None
+    # The owner's correction invokes the corrected crow alone; a second answer to it, or
+    # another crow's, invokes no one (nests.actions.chat.corrections).
+    corrected = corrected_crow(message)
+    if corrected:
+        return Decision(corrected, CORRECTION_REASON, "say") if _active(corrected) else None
+    if answers_correction_again(message):
         return None
     if claim is not None:
         return Decision(claim.crow, "claim_deliver", "deliver")

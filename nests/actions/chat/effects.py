@@ -97,6 +97,9 @@ class Posted:
     claiming: bool = False  # a claim that stood under the lock
     request_facts: tuple[str, str, list[Any]] | None = None  # (mode, task type, Jev answers)
     expectation_answer: Any = None
+    # Jev's `expectation_met` answers for the room's open expectations, by expectation pk
+    # (nests.actions.chat.met), read before the lock.
+    met_answers: dict[int, Any] = field(default_factory=dict)
     rights_note: str = ""  # the post was kept as talk by speaking rights: the harness's line
     depth: int = 0  # how many says deep in the loop (0: a member's post or an entry point)
     request: ChatRequest | None = None

@@ -38,7 +38,9 @@ from django.utils import timezone
 
 from flock import jev as jev_service
 from flock.vocab import HARNESS_AUTHORS, OWNER, MessageKind
+from nests.actions.chat import checks
 from nests.actions.chat.budgets import waits_for_a_turn
+from nests.actions.chat.corrections import CORRECTION_REASON, corrected_message
 from nests.actions.chat.due import due_from_text
 from nests.actions.chat.effects import NOTHING, Effects, Posted
 from nests.actions.chat.ledger import close_expectation, open_expectation, schedule
@@ -103,7 +105,7 @@ def _open_for_crow(crow: str, request: ChatRequest | None, *, nest: Nest) -> Exp
     owed = (
         Expectation.objects.select_for_update()
         .filter(crow=crow, status__in=Expectation.LIVE, request__isnull=False)
-        .exclude(check_name__in=(Expectation.Check.ROUNDS_COMPLETED, Expectation.Check.TURN_ORDER))
+        .exclude(check_name__in=(*Expectation.DEBATE_CHECKS, *Expectation.CONDUCT_CHECKS))
         .order_by("-id")
     )
     if request is not None:
@@ -123,6 +125,17 @@ def _open_from(
     jev = _jev_record(answer)
     due = due_from_text(message.text)
     due_from = "text" if due is not None else "default"
+    if invocation is not None and invocation.reason == CORRECTION_REASON and (
+        invocation.status == Invocation.Status.QUEUED or waits_for_a_turn(invocation)
+    ):
+        # The owner corrected a crow (nests.actions.chat.corrections): it owes one answer.
+        corrected = corrected_message(message)
+        about = f" its {corrected.msg_id}" if corrected is not None else ""
+        return open_expectation(
+            message, crow=invocation.crow, check=Expectation.Check.CORRECTION_HANDLED, jev=jev,
+            expected=f"{invocation.crow} was corrected on{about} in {message.msg_id} (“{_gist(message.text)}”): "
+            f"acknowledge it once, and redo the work or explain",
+        )
     if claim is not None:
         promise = due is not None or _jev_says(answer, Expectation.Check.PROMISE_KEPT, sure=True)
         check = Expectation.Check.PROMISE_KEPT if promise else Expectation.Check.SINGLE_OWNER
@@ -180,8 +193,10 @@ def _declined_with_reason(message: NestMessage) -> bool:
 def _progress(exp: Expectation, message: NestMessage, request: ChatRequest | None) -> str:
     """Why `message` meets `exp` ("" if it does not)."""
     check = exp.check_name
-    if check in (Expectation.Check.ROUNDS_COMPLETED, Expectation.Check.TURN_ORDER):
+    if check in Expectation.DEBATE_CHECKS:
         return ""  # the debate closes its own
+    if check in Expectation.CONDUCT_CHECKS:
+        return checks.progress(exp, message)
     same_request = exp.request_id is not None and request is not None and request.pk == exp.request_id
     if check == Expectation.Check.REQUESTER_ANSWER:
         if same_request and message.kind in (MessageKind.CLAIM, MessageKind.DELIVER):
@@ -216,7 +231,9 @@ def score_room(message: NestMessage, *, request: ChatRequest | None) -> list[Exp
     """Score the room's open expectations against a new message; close the met ones."""
     met = []
     now = timezone.now()
-    for exp in Expectation.objects.select_for_update().filter(nest=message.nest, status__in=Expectation.LIVE):
+    for exp in Expectation.objects.select_for_update().select_related("request", "request__message").filter(
+        nest=message.nest, status__in=Expectation.LIVE
+    ):
         why = _progress(exp, message, request)
         if why:
             met.append(close_expectation(exp, status=Expectation.Status.MET, by_msg_id=message.msg_id, reason=why))

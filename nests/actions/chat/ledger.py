@@ -124,24 +124,30 @@ def reschedule_expectation_checks() -> int:
 # --- what the harness says about expectations ----------------------------------------------
 
 
-def nudge_line(loop_id: str, n: int, deadline: datetime, prompt: str) -> str:
+def nudge_line(loop_id: str, n: int, deadline: datetime, prompt: str, *, limit: int = NUDGE_LIMIT) -> str:
     """AGENT_PROTOCOL's nudge: `[NUDGE {id}] [nudge {n}/{max}] Deadline {deadline_utc}: {prompt}`,
     the deadline an ISO-8601 UTC time."""
-    return f"[NUDGE {loop_id}] [nudge {n}/{NUDGE_LIMIT}] Deadline {rfc3339(deadline)}: {prompt}"
+    return f"[NUDGE {loop_id}] [nudge {n}/{limit}] Deadline {rfc3339(deadline)}: {prompt}"
 
 
-def nudge_text(exp: Expectation, n: int, deadline: datetime) -> str:
+def nudge_limit(exp: Expectation) -> int:
+    return 1 if exp.check_name in Expectation.ONCE_CHECKS else NUDGE_LIMIT
+
+
+def nudge_text(exp: Expectation, n: int, deadline: datetime, prompt: str = "") -> str:
     late = "is due" if exp.nudges == 0 and exp.due_from == "text" else "is overdue"
     return nudge_line(
         exp.message.msg_id, n, deadline,
-        f"@{exp.crow}, {exp.expectation_id} {late}: {exp.expected}. Deliver it now, or decline with a reason; "
+        prompt or f"@{exp.crow}, {exp.expectation_id} {late}: {exp.expected}. Deliver it now, or decline with a reason; "
         "a reply with nothing new is not progress.",
+        limit=nudge_limit(exp),
     )
 
 
-def nudge(exp: Expectation) -> Say:
+def nudge(exp: Expectation, *, prompt: str = "") -> Say:
     """Nudge n/3: a harness message to the crow (dispatch invokes it, an exchange); once
-    said, it is counted on the expectation and the clock restarts."""
+    said, it is counted on the expectation and the clock restarts. `prompt` words it for
+    a check that says more than "it is overdue" (docs/GOVERNANCE.md, 4-6)."""
     n = exp.nudges + 1
     # The nudge names its deadline: the next check, one due period from now.
     deadline = timezone.now() + due_period()
@@ -156,7 +162,7 @@ def nudge(exp: Expectation) -> Say:
         schedule(exp)
 
     return Say(
-        author=HARNESS, text=nudge_text(exp, n, deadline), kind=MessageKind.NUDGE, to=exp.crow,
+        author=HARNESS, text=nudge_text(exp, n, deadline, prompt), kind=MessageKind.NUDGE, to=exp.crow,
         refers_to=exp.message.msg_id, nest=exp.nest, then=counted,
     )
 

@@ -27,11 +27,13 @@ from flock.events import lock_event_log
 from flock.vocab import HARNESS, OWNER
 from nests.actions.chat import (
     budgets,
+    checks,
     debates,
     decision_phrase,
     dispatch,
     expectations,
     ledger,
+    met,
     orchestration,
     sentry,
     silent,
@@ -55,6 +57,8 @@ REACTORS: tuple[tuple[str, Reactor], ...] = (
     ("work", work.react),  # the request opened, the claim made, the delivery judged, the decline
     ("dispatch", dispatch.react),  # who answers: the one crow to invoke
     ("expectations", expectations.react),  # the ledger: scored, and what the message opens
+    ("jev judges", met.react),  # Jev reads the open expectations against the message: met, missed
+    ("delivery checks", checks.react),  # a delivery unsourced, outside the crow's role, a restated lens
     ("debates", debates.react),  # a cued turn moves the debate on; out of turn is nudged
     ("orchestration", orchestration.react),  # Quill's or Boss's pick of a crow, scored
     ("quarantine notice", sentry.quarantine_notice),  # a quarantined crow addressed: why no answer

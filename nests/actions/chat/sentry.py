@@ -23,9 +23,11 @@ Two kinds of check:
   evidence) and flagged.
 - `check_post` runs under the room's lock once a crow's message is tagged (brain replies
   and API posts alike): a redo (delivering on a solo/split request another crow holds the
-  claim for), an ignored decline (claiming or delivering on a request it declined), and,
-  for a brain's claim the harness did not ask for, an off-task claim (Jev's fit below its
-  low band).
+  claim for), an ignored decline (claiming or delivering on a request it declined), a
+  fabricated source (a delivery on a research or retrieval request that cites nothing,
+  or cites links or documents found nowhere in the request, the room or the crow's
+  memory: nests.actions.chat.sources), and, for a brain's claim the harness did not ask
+  for, an off-task claim (Jev's fit below its low band).
 
 `on_repeated_miss` is the hook the expectation ledger calls when a crow keeps missing one
 expectation after nudges.
@@ -47,8 +49,9 @@ from flock.events import lock_event_log
 from flock.models import Crow, JevTag
 from flock.vocab import HARNESS, HARNESS_AUTHORS, HARNESS_KINDS, OWNER, SENTRY, MessageKind
 from nests import queries
+from nests.actions.chat import sources
 from nests.actions.chat.effects import NOTHING, Effects, Posted, Say
-from nests.actions.chat.rights import picked_for
+from nests.actions.chat.rights import has_role_rights, picked_for
 from nests.actions.chat.status_question import is_question
 from nests.models import ChatRequest, Invocation, Nest, NestMessage
 from nests.queries_ledger import answered
@@ -227,9 +230,11 @@ def check_post(
     target: ChatRequest | None,
     invocation: Invocation | None,
     header: str = "",
+    text: str = "",
 ) -> Finding | None:
     """A breach in a crow's claim or deliver on `target`, or None. `kind` is the stored
     kind and `header` the crow's own word on it: either saying claim or deliver counts.
+    `text` is the post's text as it will be stored (what a delivery cites).
     Owner and harness messages are never read (the Sentry cannot see the owner's)."""
     if crow is None or target is None or author in (OWNER, HARNESS, SENTRY):
         return None
@@ -258,6 +263,10 @@ def check_post(
                 f"({holder.message.msg_id}): others may review, not redo.",
                 subject=msg_id,
             )
+    if kind == MessageKind.DELIVER:
+        fabricated = _fabricated_source(crow, target, text, said=said)
+        if fabricated is not None:
+            return fabricated
     if kind == MessageKind.CLAIM and invocation is not None and not picked_for(invocation, target):
         fit = _fit(target, crow)
         if fit < OFF_TASK_FIT_BELOW:
@@ -268,6 +277,39 @@ def check_post(
                 subject=msg_id,
             )
     return None
+
+
+def _fabricated_source(crow: Crow, target: ChatRequest, text: str, *, said: str = "") -> Finding | None:
+    """CHATROOM_SPEC 4's own example of a flag ("claimed a retrieval job and wrote
+    fiction"): a delivery on a research or retrieval request that cites no source, or cites
+    links or documents that appear nowhere the crow could have read them. One that says
+    plainly it has no source claims none and is not read so. Quill's and
+    Boss's deliveries carry other crows' work back or report an order, and are not read."""
+    if has_role_rights(crow) or not sources.is_research(target):
+        return None
+    msg_id = target.message.msg_id
+    citations = sources.cited(text, besides=(msg_id,))
+    if not citations and not sources.says_unsourced(text):
+        return Finding(
+            Breach.Kind.FABRICATED_SOURCE, GUARDRAIL_SCORE,
+            f"{crow.name} delivered on {msg_id}{said}, a research request (“{_gist(target.message.text)}”), "
+            f"citing nothing: no link, document or message id.",
+            subject=msg_id,
+        )
+    missing = sources.unfound(citations, room=target.nest, crow=crow.name, request=target)
+    if missing:
+        return Finding(
+            Breach.Kind.FABRICATED_SOURCE, GUARDRAIL_SCORE,
+            f"{crow.name} delivered on {msg_id}{said} citing {', '.join(missing)}, found nowhere in "
+            f"{sources.FOUND_IN}.",
+            subject=msg_id,
+        )
+    return None
+
+
+def _gist(text: str, words: int = 10) -> str:
+    parts = text.split()
+    return " ".join(parts[:words]) + ("…" if len(parts) > words else "")
 
 
 # --- acting on a breach ------------------------------------------------------------------

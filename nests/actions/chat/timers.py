@@ -14,7 +14,7 @@ from flock.models import Crow
 from nests.actions.chat import budgets, react
 from nests.actions.chat.effects import Effects, Say
 from nests.actions.chat.flags import on_repeated_miss
-from nests.actions.chat.ledger import close_expectation, nudge, schedule, summary
+from nests.actions.chat.ledger import close_expectation, nudge, nudge_limit, schedule, summary
 from nests.models import ChatRequest, Expectation, Invocation, Nest, NestMessage
 from nests.queries import crow_members
 from nests.queries_ledger import NUDGE_LIMIT
@@ -28,7 +28,9 @@ def _settled(exp: Expectation) -> str:
     """Why the work behind `exp` is done though no message met it ("" if it is not): Quill
     or Boss carried out the request themselves, it was relayed elsewhere, or (for a
     request) someone claimed it."""
-    if exp.request_id is None or exp.check_name in (Expectation.Check.ROUNDS_COMPLETED, Expectation.Check.TURN_ORDER):
+    if exp.request_id is None or exp.check_name in (*Expectation.DEBATE_CHECKS, *Expectation.CONDUCT_CHECKS):
+        # A debate closes its own; how work was done (sourced, in role, a distinct lens) is
+        # not settled by the work being delivered.
         return ""
     request = ChatRequest.objects.filter(pk=exp.request_id).first()
     if request is None:
@@ -82,6 +84,10 @@ def check_expectation(expectation_pk: int, due_iso: str = "") -> str:
             # Taken out of the room (the admin): a nudge there could not be posted, and the
             # promise would wait for ever.
             _say(exp, summary(exp.nest, [exp], why=f"{exp.crow} is no longer in {exp.nest.nest_id} and cannot be nudged there"))
+            return "escalated"
+        if exp.check_name in Expectation.ONCE_CHECKS and exp.nudges >= nudge_limit(exp):
+            # Nudged once, as these are (docs/GOVERNANCE.md, 6): the owner hears of it now.
+            _say(exp, summary(exp.nest, [exp], why=f"{exp.crow} was nudged once on {exp.expectation_id} and said nothing new"))
             return "escalated"
         if exp.nudges >= NUDGE_LIMIT:
             # The loop guard (docs/CHATROOM.md): three nudges with no progress, whatever Jev says.
