@@ -15,11 +15,13 @@ from flock.stream.consumer import register_stream_key
 from nests import queries, tasks_chat
 from nests.actions import ensure_todo_nest
 from nests.actions.chat import queue
+from nests.actions.chat.choices import hand_back_choice
 from nests.actions.chat.debates import lock_debate_rooms
 from nests.actions.chat.ledger import reschedule_expectation_checks
 from nests.actions.chat.moderator import stop_for_grounded
 from nests.actions.chat.orchestration import score_owner_model_change
 from nests.actions.retention import schedule_retention
+from trust.actions import on_decision_closed
 
 
 def _seed(sender: Any, **kwargs: object) -> None:
@@ -42,3 +44,5 @@ def wire(app: Any) -> None:
     # A debate cannot go on without its debaters, judge or moderator (docs/GOVERNANCE.md).
     before_crow_grounded(lock_debate_rooms)
     on_crow_grounded(stop_for_grounded)
+    # A closed choice goes back to the crow that asked for it (docs/GOVERNANCE.md, 1).
+    on_decision_closed(hand_back_choice)

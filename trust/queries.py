@@ -141,6 +141,7 @@ def decision_record(decision: Decision) -> dict[str, Any]:
         "phrase": decision.phrase,
         "options": list(decision.options or []),
         "recommendation": decision.recommendation,
+        "recommended": recommended_option(decision),
         "evidence": decision.evidence,
         "breach": {"kind": breach.kind, "score": breach.score, "msg_id": breach.msg_id} if breach else None,
         "nest_id": decision.nest_id,
@@ -178,6 +179,43 @@ def said_as(text: str) -> str:
     """How an owner's words are compared with a decision's phrase or options: trimmed,
     spaces collapsed, any case."""
     return " ".join(text.split()).casefold()
+
+
+def option_letter(option: str) -> str:
+    """"B" for a choice's option "B: Monday" ("" for an option without a letter)."""
+    head, colon, _ = option.partition(":")
+    return head.strip() if colon and len(head.strip()) == 1 else ""
+
+
+def option_named(decision: Decision, answer: str) -> str | None:
+    """The option of a choice `answer` names: its letter ("B"), its words ("Monday") or
+    both ("B: Monday"), compared as said_as compares; None when it names none."""
+    said = said_as(answer)
+    for option in decision.options or []:
+        letter = option_letter(option)
+        words = option.partition(":")[2] if letter else option
+        if said in {said_as(option), said_as(words), said_as(letter) if letter else None}:
+            return str(option)
+    return None
+
+
+def recommended_option(decision: Decision) -> str:
+    """The option a choice's recommendation names by its letter ("B because …" -> the
+    "B: …" option), or ""."""
+    first = (decision.recommendation or "").split(maxsplit=1)
+    if not first:
+        return ""
+    return next((str(o) for o in decision.options or [] if option_letter(o) == first[0]), "")
+
+
+def open_choice_named(nest_id: str, text: str) -> tuple[Decision, str] | None:
+    """The room's open choice whose option `text` names, newest first, with that option."""
+    choices = Decision.objects.filter(status=Decision.Status.OPEN, kind=Decision.Kind.CHOICE, nest_id=nest_id, phrase="")
+    for decision in choices.order_by("-id"):
+        option = option_named(decision, text)
+        if option is not None:
+            return decision, option
+    return None
 
 
 def open_decision_by_phrase(nest_id: str, text: str) -> Decision | None:

@@ -26,6 +26,7 @@ from django.db import transaction
 from flock.events import lock_event_log
 from flock.vocab import HARNESS, OWNER
 from nests.actions.chat import (
+    asks,
     budgets,
     debates,
     decision_phrase,
@@ -52,6 +53,8 @@ Reactor = Callable[[Posted], Effects]
 REACTORS: tuple[tuple[str, Reactor], ...] = (
     ("sentry", sentry.react),  # a crow's breach: quarantine, flag, owner's decision
     ("decision phrase", decision_phrase.react),  # the owner's exact phrase answers a decision
+    ("choice answer", asks.answer),  # the owner's option answers the room's open choice
+    ("ask owner", asks.react),  # a crow's [ASK_OWNER …]: Quill opens the owner's choice
     ("work", work.react),  # the request opened, the claim made, the delivery judged, the decline
     ("dispatch", dispatch.react),  # who answers: the one crow to invoke
     ("expectations", expectations.react),  # the ledger: scored, and what the message opens
@@ -87,13 +90,16 @@ def speak(said: Say, *, room: Nest, invocation: Invocation | None = None, depth:
     message = say(
         target, author=said.author, text=said.text, kind=said.kind, to=said.to, refers_to=said.refers_to,
     )
+    posted = Posted(room=target, message=message, harness=True, invocation=said.invocation or invocation, depth=depth + 1)
     if depth >= MAX_DEPTH:
         log.warning(
             "chat loop bound hit: %s is %d says deep (MAX_DEPTH %d); the reactors do not read it",
             message.msg_id, depth, MAX_DEPTH,
         )
     else:
-        react(Posted(room=target, message=message, harness=True, invocation=said.invocation or invocation, depth=depth + 1))
+        react(posted)
+    if said.invoke:
+        _apply(posted, Effects(invoke=said.invoke))
     for expect in said.opens:
         ledger.open_expectation(
             message, crow=expect.crow, check=expect.check, expected=expect.expected, debate=expect.debate,
