@@ -154,3 +154,11 @@ def test_an_ask_without_options_gets_the_grammar_and_opens_nothing(launch):
     note = said("harness")[-1]
     assert note.to == "Hugin" and "brings the owner no decision" in note.text and "[ASK_OWNER <id>]" in note.text
     assert not Decision.objects.exists()
+
+
+def test_an_ask_is_a_say_however_jev_reads_it(launch, fake_jev):
+    # Jev sure the options read like a delivery: the ask still delivers nothing.
+    fake_jev.kinds = {"friday": "deliver"}
+    asked()
+    ask = said("Hugin")[0]
+    assert (ask.kind, ask.tagged_by) == ("say", "header")
