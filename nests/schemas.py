@@ -57,6 +57,34 @@ class NestsOut(Schema):
     nests: list[NestOut]
 
 
+class NestMembersIn(StrictIn):
+    """A change of a nest's core: at least one of the two lists, crow names from the roster."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "additionalProperties": False,
+            "anyOf": [
+                {"type": "object", "required": ["add"], "properties": {"add": {"type": "array"}}},
+                {"type": "object", "required": ["remove"], "properties": {"remove": {"type": "array"}}},
+            ],
+        }
+    )
+
+    add: Annotated[list[StrictStr] | None, says("add must be a list of crow names")] = rule(
+        "crows to make core members", default=None, maxItems=MAX_CORE, items={"type": "string", "pattern": NO_NUL_PATTERN},
+    )
+    remove: Annotated[list[StrictStr] | None, says("remove must be a list of crow names")] = rule(
+        "core members to take out", default=None, maxItems=MAX_CORE, items={"type": "string", "pattern": NO_NUL_PATTERN},
+    )
+
+
+class NestMembersOut(Schema):
+    nest_id: str
+    crows: list[str]
+    added: list[str]
+    removed: list[str]
+
+
 class MessageIn(StrictIn):
     REQUIRED: ClassVar[dict[str, str]] = {
         "author": "author is required and must be a string",

@@ -34,6 +34,7 @@ from nests.actions.chat import (
     expectations,
     ledger,
     orchestration,
+    regulate,
     sentry,
     silent,
     work,
@@ -60,6 +61,7 @@ REACTORS: tuple[tuple[str, Reactor], ...] = (
     ("expectations", expectations.react),  # the ledger: scored, and what the message opens
     ("debates", debates.react),  # a cued turn moves the debate on; out of turn is nudged
     ("orchestration", orchestration.react),  # Quill's or Boss's pick of a crow, scored
+    ("budget watch", regulate.budget_watch),  # Boss: the room's tokens run low, a top-up proposed
     ("quarantine notice", sentry.quarantine_notice),  # a quarantined crow addressed: why no answer
     ("not a participant", silent.react),  # the Sentry or the Elder addressed: what they do instead
 )
