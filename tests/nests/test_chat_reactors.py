@@ -53,7 +53,7 @@ def run(reactor, post: Posted) -> Effects:
 
 def test_the_loop_runs_the_reactors_in_the_written_down_order():
     assert [name for name, _ in react.REACTORS] == [
-        "sentry", "decision phrase", "choice answer", "ask owner", "work", "dispatch", "expectations", "debates", "orchestration",
+        "sentry", "decision phrase", "ask owner", "work", "dispatch", "expectations", "debates", "orchestration",
         "budget watch",
         "quarantine notice", "not a participant",
     ]

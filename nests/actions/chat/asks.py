@@ -8,8 +8,9 @@ Two reactors (nests.actions.chat.react):
   the recommendation with its reason, the room, the asking crow, the deadline. An ask the
   owner could not answer (no options, no recommendation) gets one harness line to its
   crow with the grammar, and opens nothing.
-- `answer`: the owner saying an option of the room's open choice ("B", "Monday",
-  "B: Monday") answers it; the message is nothing more (`done`).
+
+The owner saying an option in the room ("B", "Monday", "B: Monday") answers the room's
+open choice through the decision phrase reactor (nests.actions.chat.decision_phrase).
 
 What follows a closed choice (the outcome said in the room, the asking crow invoked) is
 nests.actions.chat.choices, the hook every close runs through, whoever answered.
@@ -24,17 +25,13 @@ from django.conf import settings
 from django.utils import timezone
 
 from flock.brains.header import ASK_OWNER_GRAMMAR, AskOwner, parse_ask_owner
-from flock.errors import NotFound
 from flock.events import rfc3339
 from flock.vocab import HARNESS, OWNER
 from nests import queries
 from nests.actions.chat.effects import NOTHING, Effects, Posted, Say
 from nests.models import Nest, NestMessage
-from trust.actions import answer_decision, open_decision
+from trust.actions import open_decision
 from trust.models import Decision
-from trust.queries import open_choice_named
-
-ANSWERED = Effects(done=True)
 
 
 def speaker() -> str:
@@ -93,20 +90,3 @@ def react(posted: Posted) -> Effects:
         author=speaker(), to=OWNER, refers_to=message.msg_id, text=announcement(ask, crow=crow),
         then=_opener(ask, crow=crow, room=posted.room, asked=message),
     )])
-
-
-def answer(posted: Posted) -> Effects:
-    """The owner's message naming an option of the room's open choice answers it (the
-    newest such choice, when two share the words)."""
-    message = posted.message
-    if message.author != OWNER or posted.harness:
-        return NOTHING
-    found = open_choice_named(posted.room.nest_id, message.text)
-    if found is None:
-        return NOTHING
-    try:
-        answer_decision(found[0], answer=message.text, by=OWNER)
-    except NotFound:
-        # It timed out a moment ago (closed as such): the words are only talk.
-        return NOTHING
-    return ANSWERED

@@ -53,8 +53,7 @@ Reactor = Callable[[Posted], Effects]
 # a decision and is not talk).
 REACTORS: tuple[tuple[str, Reactor], ...] = (
     ("sentry", sentry.react),  # a crow's breach: quarantine, flag, owner's decision
-    ("decision phrase", decision_phrase.react),  # the owner's exact phrase answers a decision
-    ("choice answer", asks.answer),  # the owner's option answers the room's open choice
+    ("decision phrase", decision_phrase.react),  # the owner's exact phrase (or a choice's option) answers a decision
     ("ask owner", asks.react),  # a crow's [ASK_OWNER …]: Quill opens the owner's choice
     ("work", work.react),  # the request opened, the claim made, the delivery judged, the decline
     ("dispatch", dispatch.react),  # who answers: the one crow to invoke

@@ -43,7 +43,9 @@ def proposed(subject: str, *, since: datetime | None = None) -> bool:
 def budget_watch(posted: Posted) -> Effects:
     """Boss says, once a day per room, that the room's tokens run low, and proposes a
     top-up as an owner decision (said and opened together)."""
-    if posted.harness:
+    # Tokens are spent only by crows' calls, so only a crow's post can find them low (and
+    # an owner's post, the busiest, reads nothing here).
+    if posted.harness or posted.crow is None:
         return NOTHING
     room = posted.room
     budget = queries.read_budget(room)
