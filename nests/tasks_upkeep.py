@@ -34,16 +34,17 @@ def idle_review_task() -> str:
         idle_review_task.using(run_after=timezone.now() + REVIEW_EVERY).enqueue()
 
 
+WAITING = (TaskResultStatus.READY, TaskResultStatus.RUNNING)
+FIRST_LOOK = timedelta(minutes=1)
+
+
 def schedule_idle_review() -> bool:
     """Start-up: one daily idle review queued when CROWS_IDLE_RETIRE_DAYS is set (a review
     already queued is kept, so restarts never multiply it). Returns whether one was queued."""
     if not settings.CROWS_IDLE_RETIRE_DAYS:
         return False
     with transaction.atomic():
-        queued = DBTaskResult.objects.filter(
-            task_path=idle_review_task.module_path, status__in=(TaskResultStatus.READY, TaskResultStatus.RUNNING)
-        )
-        if queued.exists():
-            return False
-        idle_review_task.using(run_after=timezone.now() + timedelta(minutes=1)).enqueue()
-    return True
+        waiting = DBTaskResult.objects.filter(task_path=idle_review_task.module_path, status__in=WAITING).exists()
+        if not waiting:
+            idle_review_task.using(run_after=timezone.now() + FIRST_LOOK).enqueue()
+    return not waiting

@@ -34,18 +34,6 @@ class Expect:
 
 
 @dataclass
-class Invoke:
-    """A crow to invoke on the message: one exchange of the room's turn."""
-
-    crow: str
-    reason: str
-    expect: str
-    fit: float | None = None
-    candidates: dict[str, float] = field(default_factory=dict)
-    task_type: str = "chat"
-
-
-@dataclass
 class Say:
     """A message to say in the room (or in `nest`). The loop stores it, lets the reactors
     react to it in turn, then opens `opens` on it and calls `then` with it."""
@@ -64,6 +52,18 @@ class Say:
     # Crows this message invokes, as its trigger, once the reactors have read it (an
     # owner's decision handed back to the crow that asked for it).
     invoke: list[Invoke] = field(default_factory=list)
+
+
+@dataclass
+class Invoke:
+    """A crow to invoke on the message: one exchange of the room's turn."""
+
+    crow: str
+    reason: str
+    expect: str
+    fit: float | None = None
+    candidates: dict[str, float] = field(default_factory=dict)
+    task_type: str = "chat"
 
 
 @dataclass

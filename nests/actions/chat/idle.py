@@ -18,9 +18,9 @@ from flock.vocab import OWNER
 from nests import queries
 from nests.actions.chat import react
 from nests.actions.chat.effects import Effects, Say
-from nests.actions.chat.regulate import proposed
+from nests.actions.chat.regulate import propose, proposed
 from nests.models import Nest, NestMessage
-from trust.actions import open_decision, retire_crow
+from trust.actions import retire_crow
 from trust.models import Decision
 
 RETIRE_SUBJECT = "retire "
@@ -68,16 +68,10 @@ def propose_idle_retirements(*, now: datetime | None = None) -> list[Decision]:
 
         def open_it(said: NestMessage, crow: Crow = crow, subject: str = subject, phrase: str = phrase,
                     quiet_days: int = quiet_days, evidence: str = evidence) -> None:
-            opened.append(open_decision(
-                subject=subject,
+            opened.append(propose(
+                subject=subject, said=said, phrase=phrase, crow=crow.name, evidence=evidence,
                 question=f"Retire {crow.name}? It has been idle {quiet_days} days.",
-                phrase=phrase,
                 recommendation=f"Retire it if you no longer need {crow.strength}; its history stays.",
-                kind=Decision.Kind.CHOICE,
-                crow=crow.name,
-                nest_id=room.nest_id,
-                msg_id=said.msg_id,
-                evidence=evidence,
             ))
 
         react.apply(Effects(say=[Say(

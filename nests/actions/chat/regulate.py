@@ -34,6 +34,16 @@ def top_up_tokens() -> int:
     return max(1, settings.CROWS_NEST_TOKEN_BUDGET // 2)
 
 
+def propose(*, subject: str, question: str, phrase: str, recommendation: str, said: NestMessage,
+            evidence: str, crow: str = "") -> Decision:
+    """Boss's proposal to the owner, opened on the message that says it: a decision only
+    the exact phrase says yes to (anything else, or nothing, leaves things as they are)."""
+    return open_decision(
+        subject=subject, question=question, phrase=phrase, recommendation=recommendation,
+        kind=Decision.Kind.CHOICE, crow=crow, nest_id=said.nest.nest_id, msg_id=said.msg_id, evidence=evidence,
+    )
+
+
 def proposed(subject: str, *, since: datetime | None = None) -> bool:
     rows = Decision.objects.filter(kind=Decision.Kind.CHOICE, subject=subject)
     rows = rows.filter(status=Decision.Status.OPEN) if since is None else rows.filter(opened_at__gte=since)
@@ -62,14 +72,10 @@ def budget_watch(posted: Posted) -> Effects:
     phrase, extra = top_up_phrase(room.nest_id), top_up_tokens()
 
     def open_it(said: NestMessage) -> None:
-        open_decision(
-            subject=subject,
+        propose(
+            subject=subject, said=said, phrase=phrase,
             question=f"Top up {room.name} ({room.nest_id}) by {extra:,} tokens for today?",
-            phrase=phrase,
             recommendation=f"Top it up if the work in {room.name} should go on today; otherwise the crows rest until tomorrow.",
-            kind=Decision.Kind.CHOICE,
-            nest_id=room.nest_id,
-            msg_id=said.msg_id,
             evidence=f"{left:,} of {allowed:,} tokens left today",
         )
 
