@@ -74,10 +74,12 @@ class NestMembersIn(StrictIn):
     model_config = at_least_one(add="array", remove="array")
 
     add: Annotated[list[StrictStr] | None, says("add must be a list of crow names")] = rule(
-        "crows to make core members", default=None, maxItems=MAX_CORE, items={"type": "string", "pattern": NO_NUL_PATTERN},
+        "crows to make core members, names from the roster", default=None, minItems=1, maxItems=MAX_CORE,
+        uniqueItems=True, items={"type": "string", "pattern": NO_NUL_PATTERN},
     )
     remove: Annotated[list[StrictStr] | None, says("remove must be a list of crow names")] = rule(
-        "core members to take out", default=None, maxItems=MAX_CORE, items={"type": "string", "pattern": NO_NUL_PATTERN},
+        "core members to take out, names from the roster", default=None, minItems=1, maxItems=MAX_CORE,
+        uniqueItems=True, items={"type": "string", "pattern": NO_NUL_PATTERN},
     )
 
 

@@ -73,7 +73,10 @@ def _named(words: object, field: str) -> list[str]:
         return []
     if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
         raise BadInput(f"{field} must be a list of crow names")
-    return [w.strip().lstrip("@") for w in words if w.strip().lstrip("@")]
+    names = [w.strip().lstrip("@") for w in words if w.strip().lstrip("@")]
+    if not names:
+        raise BadInput(f"{field}, when given, names at least one crow")
+    return names
 
 
 def change_nest_members(nest_id: str, *, add: object = None, remove: object = None, by: str) -> tuple[Nest, list[str], list[str]]:
@@ -83,11 +86,12 @@ def change_nest_members(nest_id: str, *, add: object = None, remove: object = No
     not in the roster, a crow already a member (to add) or not one (to remove), a crow
     both added and removed, or a core that would leave 1–8 crows. Emits one
     `nest.members_changed` with everything that changed. Returns (nest, added, removed)."""
-    adding, removing = _named(add, "add"), _named(remove, "remove")
-    if not adding and not removing:
-        raise BadInput("name crows to add and/or remove")
     with transaction.atomic():
+        # The room first: a change to a room that does not exist is a 404 whatever it says.
         nest = _locked_nest(nest_id)
+        adding, removing = _named(add, "add"), _named(remove, "remove")
+        if not adding and not removing:
+            raise BadInput("name crows to add and/or remove")
         roster = {name.lower(): name for name in flock_queries.roster_names()}
         unknown = [w for w in (*adding, *removing) if w.lower() not in roster]
         if unknown:

@@ -161,7 +161,8 @@ def test_the_owner_changes_members_over_the_api(launch, client, capture_events):
     [
         ("/api/nests/launch/members", {"add": ["Gravel", "Zed"]}, 400, "not crows of the roster: Gravel, Zed"),
         ("/api/nests/nowhere/members", {"add": ["Pepper"]}, 404, "nowhere"),
-        ("/api/nests/launch/members", {"add": []}, 400, "name crows to add and/or remove"),
+        ("/api/nests/launch/members", {"add": []}, 400, "add, when given, names at least one crow"),
+        ("/api/nests/nowhere/members", {"add": []}, 404, "nowhere"),
         ("/api/nests/launch/members", {"add": ["Hugin"]}, 400, "already members of launch: Hugin"),
         ("/api/nests/launch/members", {"add": ["Pepper"], "remove": ["Pepper"]}, 400, "added and removed at once"),
         ("/api/nests/launch/members", {"remove": ["Hugin", "Munin", "Inky"]}, 400, "would have 0 core crows"),

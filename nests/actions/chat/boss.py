@@ -364,7 +364,7 @@ def _members(order: Order, boss: Crow, inv: Invocation) -> str:
         known = ", ".join(n.nest_id for n in queries.nests_for_listing())
         return f"Can't do that: there is no nest called “{order.nest[:60]}”. The nests are: {known}."
     changed, added, removed = change_nest_members(
-        nest.nest_id, add=list(order.crows), remove=list(order.removing), by=boss.name,
+        nest.nest_id, add=list(order.crows) or None, remove=list(order.removing) or None, by=boss.name,
     )
     did = "; ".join(
         part for part in (
