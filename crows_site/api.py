@@ -114,6 +114,11 @@ def _state_the_roster(schema: OpenAPISchema) -> None:
         log.debug("the roster could not be read for the API document")
         return
     nest_in["properties"]["crows"]["items"] = {"type": "string", "enum": roster}
+    # A change of a nest's core names roster crows too (docs/GOVERNANCE.md, 3).
+    members_in = schema["components"]["schemas"].get("NestMembersIn")
+    if members_in is not None:
+        for field in ("add", "remove"):
+            members_in["properties"][field]["items"] = {"type": "string", "enum": roster}
 
 
 api = CrowsAPI(title="so-many-crows", version="1", urls_namespace="api", parser=StrictJsonParser())

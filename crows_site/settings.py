@@ -226,6 +226,9 @@ CROWS_DECISION_TIMEOUT_S = env_float("CROWS_DECISION_TIMEOUT_S", 86400.0, minimu
 CROWS_REPLY_TOKEN_CAP = env_int("CROWS_REPLY_TOKEN_CAP", 4000, minimum=1, maximum=10_000_000)
 # Days of history to keep; 0 (the default) keeps everything. Set, it prunes daily.
 CROWS_RETENTION_DAYS = env_int("CROWS_RETENTION_DAYS", 0, minimum=0, maximum=36500)
+# Boss proposes retiring a crow idle this many days (docs/GOVERNANCE.md, 3); 0 (the
+# default) is off. Only a proposal: the owner's phrase retires it.
+CROWS_IDLE_RETIRE_DAYS = env_int("CROWS_IDLE_RETIRE_DAYS", 0, minimum=0, maximum=36500)
 # Work that doesn't stall (docs/GOVERNANCE.md): an expectation that names no time of its own
 # is due this long after it opens, and each nudge gives the crow this long again; a debate
 # runs this many rounds unless the owner says otherwise; a crow's prompt carries at most

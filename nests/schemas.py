@@ -31,6 +31,17 @@ PageLimit = Annotated[
 ]
 
 
+def at_least_one(**fields: str) -> ConfigDict:
+    """A body that must carry at least one of `fields` (name -> JSON type), not null: the
+    document says so with an anyOf of one required field each."""
+    return ConfigDict(json_schema_extra={
+        "additionalProperties": False,
+        "anyOf": [
+            {"type": "object", "required": [name], "properties": {name: {"type": kind}}} for name, kind in fields.items()
+        ],
+    })
+
+
 class NestIn(StrictIn):
     REQUIRED: ClassVar[dict[str, str]] = {
         "name": "name must be a string",
@@ -55,6 +66,28 @@ class NestOut(Schema):
 class NestsOut(Schema):
     roster: list[str]
     nests: list[NestOut]
+
+
+class NestMembersIn(StrictIn):
+    """A change of a nest's core: at least one of the two lists, crow names from the roster."""
+
+    model_config = at_least_one(add="array", remove="array")
+
+    add: Annotated[list[StrictStr] | None, says("add must be a list of crow names")] = rule(
+        "crows to make core members, names from the roster", default=None, minItems=1, maxItems=MAX_CORE,
+        uniqueItems=True, items={"type": "string", "pattern": NO_NUL_PATTERN},
+    )
+    remove: Annotated[list[StrictStr] | None, says("remove must be a list of crow names")] = rule(
+        "core members to take out, names from the roster", default=None, minItems=1, maxItems=MAX_CORE,
+        uniqueItems=True, items={"type": "string", "pattern": NO_NUL_PATTERN},
+    )
+
+
+class NestMembersOut(Schema):
+    nest_id: str
+    crows: list[str]
+    added: list[str]
+    removed: list[str]
 
 
 class MessageIn(StrictIn):
@@ -108,15 +141,7 @@ class BudgetIn(StrictIn):
     """A top-up adds something: at least one of the two is a whole number (a null is as
     good as absent, so the document asks for one that is not null, not just one field)."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "additionalProperties": False,
-            "anyOf": [
-                {"type": "object", "required": ["exchanges"], "properties": {"exchanges": {"type": "integer"}}},
-                {"type": "object", "required": ["tokens"], "properties": {"tokens": {"type": "integer"}}},
-            ],
-        }
-    )
+    model_config = at_least_one(exchanges="integer", tokens="integer")
 
     exchanges: Annotated[WholeNumber | None, says("exchanges must be a whole number")] = rule(
         "crow exchanges to add to this turn", default=None, minimum=1, maximum=TOP_UP_EXCHANGES_MAX

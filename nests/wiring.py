@@ -12,14 +12,19 @@ import nests.actions.lists  # noqa: F401  (the list pipeline registers its hooks
 from flock import worker
 from flock.actions import before_crow_grounded, on_crow_grounded, on_crow_updated, seed_flock
 from flock.stream.consumer import register_stream_key
-from nests import queries, tasks_chat
+from nests import queries, tasks_chat, tasks_upkeep
 from nests.actions import ensure_todo_nest
 from nests.actions.chat import queue
+from nests.actions.chat.boss import hatch_on_approval
+from nests.actions.chat.choices import hand_back_choice
 from nests.actions.chat.debates import lock_debate_rooms
+from nests.actions.chat.idle import retire_on_approval
 from nests.actions.chat.ledger import reschedule_expectation_checks
 from nests.actions.chat.moderator import stop_for_grounded
 from nests.actions.chat.orchestration import score_owner_model_change
+from nests.actions.chat.regulate import top_up_on_approval
 from nests.actions.retention import schedule_retention
+from trust.actions import on_decision_closed
 
 
 def _seed(sender: Any, **kwargs: object) -> None:
@@ -42,3 +47,12 @@ def wire(app: Any) -> None:
     # A debate cannot go on without its debaters, judge or moderator (docs/GOVERNANCE.md).
     before_crow_grounded(lock_debate_rooms)
     on_crow_grounded(stop_for_grounded)
+    # A closed choice goes back to the crow that asked for it (docs/GOVERNANCE.md, 1).
+    on_decision_closed(hand_back_choice)
+    # A crow started above regular is hatched on the owner's approval phrase (docs/GOVERNANCE.md, 3).
+    on_decision_closed(hatch_on_approval)
+    # Boss proposes, the owner's phrase carries it out: an idle crow retired, a room topped up.
+    on_decision_closed(retire_on_approval)
+    on_decision_closed(top_up_on_approval)
+    # CROWS_IDLE_RETIRE_DAYS: keep one daily idle review queued (docs/GOVERNANCE.md, 3).
+    worker.on_start(tasks_upkeep.schedule_idle_review)

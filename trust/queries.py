@@ -141,6 +141,7 @@ def decision_record(decision: Decision) -> dict[str, Any]:
         "phrase": decision.phrase,
         "options": list(decision.options or []),
         "recommendation": decision.recommendation,
+        "recommended": recommended_option(decision),
         "evidence": decision.evidence,
         "breach": {"kind": breach.kind, "score": breach.score, "msg_id": breach.msg_id} if breach else None,
         "nest_id": decision.nest_id,
@@ -180,23 +181,58 @@ def said_as(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
+def option_letter(option: str) -> str:
+    """"B" for a choice's option "B: Monday" ("" for an option without a letter)."""
+    head, colon, _ = option.partition(":")
+    return head.strip() if colon and len(head.strip()) == 1 else ""
+
+
+def option_named(decision: Decision, answer: str) -> str | None:
+    """The option of a choice `answer` names: its letter ("B"), its words ("Monday") or
+    both ("B: Monday"), compared as said_as compares; None when it names none."""
+    return _names_option(decision.options or [], said_as(answer))
+
+
+def _names_option(options: list[str], said: str) -> str | None:
+    for option in options:
+        letter = option_letter(option)
+        words = option.partition(":")[2] if letter else option
+        if said in {said_as(option), said_as(words), said_as(letter) if letter else None}:
+            return str(option)
+    return None
+
+
+def recommended_option(decision: Decision) -> str:
+    """The option a choice's recommendation names by its letter ("B because …" -> the
+    "B: …" option), or ""."""
+    first = (decision.recommendation or "").split(maxsplit=1)
+    if not first:
+        return ""
+    return next((str(o) for o in decision.options or [] if option_letter(o) == first[0]), "")
+
+
 def open_decision_by_phrase(nest_id: str, text: str) -> Decision | None:
-    """The open decision whose exact phrase `text` is (trimmed, any case, spaces
-    collapsed): the room's own first, then any other. A phrase names its crow, so saying
-    it in the crow's direct chat or another room means the same decision."""
+    """The open decision `text` answers: one whose exact phrase it is (trimmed, any case,
+    spaces collapsed), the room's own first, then any other (a phrase names its subject,
+    so saying it in another room means the same decision); else this room's open choice
+    one of whose options it names (its letter, its words, or both), the newest first."""
     said = said_as(text)
-    # Every owner message asks, and almost none is a phrase: compare the phrases alone and
-    # load the one decision that matches (docs/PERFORMANCE.md).
-    phrases = Decision.objects.filter(status=Decision.Status.OPEN).exclude(phrase="").order_by("id")
-    matches = [
-        (pk, room)
-        for pk, phrase, room in phrases.values_list("pk", "phrase", "nest_id")
-        if said_as(phrase) == said
-    ]
-    if not matches:
-        return None
-    pk = next((pk for pk, room in matches if room == nest_id), matches[0][0])
-    return Decision.objects.filter(pk=pk).first()
+    # Every owner message asks, and almost none answers: one query reads the phrases and
+    # this room's choices' options, and loads the one decision that matches (docs/PERFORMANCE.md).
+    answerable = (
+        Decision.objects.filter(status=Decision.Status.OPEN)
+        .filter(~Q(phrase="") | Q(kind=Decision.Kind.CHOICE, nest_id=nest_id))
+        .order_by("id")
+    )
+    rows = list(answerable.values_list("pk", "phrase", "nest_id", "options"))
+    matches = [(pk, room) for pk, phrase, room, _ in rows if phrase and said_as(phrase) == said]
+    if matches:
+        pk = next((pk for pk, room in matches if room == nest_id), matches[0][0])
+        return Decision.objects.filter(pk=pk).first()
+    for pk, phrase, room, options in reversed(rows):
+        if not phrase and room == nest_id and _names_option(options or [], said):
+            return Decision.objects.filter(pk=pk).first()
+    return None
 
 
 def open_decision_for_crow(crow: str) -> Decision | None:

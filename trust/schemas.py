@@ -114,7 +114,8 @@ class DecisionAnswerIn(StrictIn):
 
     REQUIRED: ClassVar[dict[str, str]] = {"answer": "answer is required: a non-empty string"}
     answer: Annotated[StrictStr, says("answer must be a string, got {got}")] = rule(
-        "the exact phrase reinstates, `retire` retires, anything else keeps the quarantine",
+        "the exact phrase reinstates, `retire` retires, anything else keeps the quarantine; "
+        "a choice takes an option's letter or words, anything else is a 400 naming the options",
         minLength=1, maxLength=300, pattern=TEXT_PATTERN,
     )
 
@@ -134,6 +135,7 @@ class DecisionOut(Schema):
     phrase: str
     options: list[str]
     recommendation: str
+    recommended: str
     evidence: str
     breach: BreachOut | None
     nest_id: str

@@ -171,3 +171,66 @@ def format_header(verb: str, target: str, reason: str = "") -> str:
 def contract_footer(msg_id: str) -> str:
     """The bracket grammar's contract footer (docs/BRAINS.md) for ``msg_id``, appended to prompts that want a reply."""
     return _FOOTER_TEMPLATE.format(id=msg_id)
+
+
+# --- ask_owner: a decision a crow brings the owner (docs/GOVERNANCE.md, "1. Quill brings decisions") ---
+#
+# [ASK_OWNER <id>] <question> A: <option> | B: <option> [| C: …] | recommend <letter> because <reason>
+#
+# Not a message kind (the spec's ask_owner is an owner decision), so parse_header leaves
+# it alone: the post is stored as written, and Quill opens the decision it asks for.
+ASK_OWNER_RE = re.compile(r"[ \t]*\[ASK_OWNER ([A-Za-z0-9_.:-]{1,60})\](.*)", re.DOTALL)
+_OPTION_RE = re.compile(r"(?:^|\|)\s*([A-E])\s*:\s*([^|]+)")
+_RECOMMEND_RE = re.compile(r"\|\s*recommend\s+([A-E])\s+because\s+(.+)$", re.IGNORECASE | re.DOTALL)
+ASK_OWNER_GRAMMAR = "[ASK_OWNER <id>] <question> A: <option> | B: <option> | recommend A because <reason>"
+ASK_OPTIONS_MAX = 5
+ASK_OPTION_MAX = 100
+
+
+@dataclass(frozen=True)
+class AskOwner:
+    """A crow's ask: `options` as "A: …", "B: …"; `recommended` is one of their letters.
+    `problem` is set (and the rest may be empty) when the header is there but the ask is
+    not one the owner can answer."""
+
+    ask_id: str
+    question: str = ""
+    options: tuple[str, ...] = ()
+    recommended: str = ""
+    reason: str = ""
+    problem: str = ""
+
+
+def parse_ask_owner(text: str) -> AskOwner | None:
+    """The ask on the first line of `text` (the rest of the text may carry it on), or None
+    when the text does not open with `[ASK_OWNER <id>]`. Never raises."""
+    if not isinstance(text, str):
+        return None
+    m = ASK_OWNER_RE.match(text)
+    if m is None:
+        return None
+    ask_id, rest = m.group(1), " ".join(m.group(2).split())
+    recommend = _RECOMMEND_RE.search(rest)
+    if recommend is None:
+        return AskOwner(ask_id, problem="it recommends nothing (end with “| recommend A because …”)")
+    body = rest[: recommend.start()]
+    first = re.search(r"(?:^|\s)A\s*:", body)
+    if first is None:
+        return AskOwner(ask_id, problem="it offers no options (“A: … | B: …”)")
+    question = body[: first.start()].strip()
+    found = [(letter, words.strip()) for letter, words in _OPTION_RE.findall(body[first.start():].strip())]
+    letters = [letter for letter, _ in found]
+    if len(found) < 2 or letters != list("ABCDE"[: len(found)]):
+        return AskOwner(ask_id, problem="its options are not A, B (and C, D, E) in order, at least two")
+    if len(found) > ASK_OPTIONS_MAX or any(not words or len(words) > ASK_OPTION_MAX for _, words in found):
+        return AskOwner(ask_id, problem=f"an option is empty or over {ASK_OPTION_MAX} characters")
+    recommended = recommend.group(1).upper()
+    if recommended not in letters:
+        return AskOwner(ask_id, problem=f"it recommends {recommended}, which is not one of its options")
+    return AskOwner(
+        ask_id,
+        question=question,
+        options=tuple(f"{letter}: {words}" for letter, words in found),
+        recommended=recommended,
+        reason=recommend.group(2).strip(),
+    )

@@ -66,3 +66,55 @@ def remove_nest_member(nest_id: str, crow: str, *, by: str) -> Nest:
         # A debate in this room cannot go on without it (docs/GOVERNANCE.md).
         stop_for_grounded(name, "left the room", nest=nest)
     return nest
+
+
+def _named(words: object, field: str) -> list[str]:
+    if words is None:
+        return []
+    if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+        raise BadInput(f"{field} must be a list of crow names")
+    names = [w.strip().lstrip("@") for w in words if w.strip().lstrip("@")]
+    if not names:
+        raise BadInput(f"{field}, when given, names at least one crow")
+    return names
+
+
+def change_nest_members(nest_id: str, *, add: object = None, remove: object = None, by: str) -> tuple[Nest, list[str], list[str]]:
+    """Add and remove several core members of a nest at once, all or nothing: the owner's
+    `POST /api/nests/{id}/members` and Boss's "add Inky to #launch" (docs/GOVERNANCE.md,
+    "3. Boss runs the flock"). NotFound for an unknown nest; BadInput naming the crows
+    not in the roster, a crow already a member (to add) or not one (to remove), a crow
+    both added and removed, or a core that would leave 1–8 crows. Emits one
+    `nest.members_changed` with everything that changed. Returns (nest, added, removed)."""
+    with transaction.atomic():
+        # The room first: a change to a room that does not exist is a 404 whatever it says.
+        nest = _locked_nest(nest_id)
+        adding, removing = _named(add, "add"), _named(remove, "remove")
+        if not adding and not removing:
+            raise BadInput("name crows to add and/or remove")
+        roster = {name.lower(): name for name in flock_queries.roster_names()}
+        unknown = [w for w in (*adding, *removing) if w.lower() not in roster]
+        if unknown:
+            raise BadInput(
+                f"not crows of the roster: {', '.join(dict.fromkeys(unknown))} (the roster is {', '.join(roster.values())})"
+            )
+        added = list(dict.fromkeys(roster[w.lower()] for w in adding))
+        removed = list(dict.fromkeys(roster[w.lower()] for w in removing))
+        both = [c for c in added if c in removed]
+        if both:
+            raise BadInput(f"{', '.join(both)} cannot be added and removed at once")
+        already = [c for c in added if c in nest.core]
+        if already:
+            raise BadInput(f"already members of {nest.nest_id}: {', '.join(already)}")
+        outside = [c for c in removed if c not in nest.core]
+        if outside:
+            raise BadInput(f"not members of {nest.nest_id}: {', '.join(outside)} (its members are {', '.join(nest.core)})")
+        core = [c for c in nest.core if c not in removed] + added
+        if not MIN_CORE <= len(core) <= MAX_CORE:
+            raise BadInput(f"{nest.nest_id} would have {len(core)} core crows; a nest has {MIN_CORE} to {MAX_CORE}")
+        nest.core = core
+        _changed(nest, by=by, added=added, removed=removed)
+        for name in removed:
+            # A debate in this room cannot go on without it (docs/GOVERNANCE.md).
+            stop_for_grounded(name, "left the room", nest=nest)
+    return nest, added, removed

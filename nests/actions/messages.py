@@ -25,7 +25,7 @@ from django.db import transaction
 
 from flock import jev as jev_service
 from flock.actions import log_jev_tag
-from flock.brains.header import header_body, missing_reason, parse_header
+from flock.brains.header import header_body, missing_reason, parse_ask_owner, parse_header
 from flock.errors import BadInput, Conflict, NotFound
 from flock.events import lock_event_log
 from flock.jev.fit import warm_fit_score
@@ -274,6 +274,11 @@ def check_message(
             # The harness worded it for a crow (Boss's and Quill's fixed answers): the header
             # says what it is, and Jev's reading of the words ("Can't do that: …") does not.
             tag = Tag(header or MessageKind.SAY, "header", None)
+        elif author != OWNER and parse_ask_owner(jev_text) is not None:
+            # A crow's [ASK_OWNER …] is a decision it needs from the owner, not work: no
+            # message kind (ask_owner is a decision, docs/GOVERNANCE.md), so it is a say,
+            # never a delivery or a request however Jev reads its options.
+            tag = Tag(MessageKind.SAY, "header", None)
         else:
             tag = tag_kind(jev_text, header, kinds=OWNER_KINDS if author == OWNER else CROW_KINDS)
     request_facts = _request_facts(body) if tag.kind == MessageKind.REQUEST else None

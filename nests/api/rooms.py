@@ -4,9 +4,11 @@ from django.http import HttpRequest
 from ninja import Router, Status
 
 from flock import queries as flock_queries
-from flock.schemas import errors
+from flock.schemas import IdParam, errors
+from flock.vocab import OWNER
 from nests import actions, queries
-from nests.schemas import NestIn, NestOut, NestsOut
+from nests.actions.members import change_nest_members
+from nests.schemas import NestIn, NestMembersIn, NestMembersOut, NestOut, NestsOut
 
 router = Router(tags=["nests"])
 
@@ -27,3 +29,9 @@ def list_nests(request: HttpRequest) -> dict[str, object]:
 def create_nest(request: HttpRequest, payload: NestIn) -> Status[dict[str, object]]:
     nest = actions.create_nest(payload.name, crows=payload.crows)
     return Status(201, {"nest_id": nest.nest_id, "name": nest.name, "crows": nest.core})
+
+
+@router.post("/nests/{nest_id}/members", response={200: NestMembersOut, **errors(404, write=True)})
+def change_members(request: HttpRequest, nest_id: IdParam, payload: NestMembersIn) -> dict[str, object]:
+    nest, added, removed = change_nest_members(nest_id, add=payload.add, remove=payload.remove, by=OWNER)
+    return {"nest_id": nest.nest_id, "crows": list(nest.core), "added": added, "removed": removed}

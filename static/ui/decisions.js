@@ -195,7 +195,14 @@ export class DecisionBoard {
         d.kind === "quarantine" ? button("reject retire-btn", "Retire", "retire", `Retire ${d.crow} for good`, `Retire ${d.crow}`) : null,
         button("ghost keep-btn", d.kind === "quarantine" ? "Keep quarantined" : "No", "no", "Anything but the phrase is a no",
           d.kind === "quarantine" ? `Keep ${d.crow} quarantined` : `No to ${d.crow || d.subject}`)]
-      : (d.options || []).map((o) => button("ghost option-btn", o, o, `Pick ${o}`));
+      // A choice: one button per option, the flock's recommendation marked (docs/GOVERNANCE.md, 1).
+      : (d.options || []).map((o) => {
+        const recommended = o === d.recommended;
+        const b = button(`${recommended ? "approve" : "ghost"} option-btn`, recommended ? `${o} (recommended)` : o, o,
+          recommended ? `Pick ${o}: the recommendation` : `Pick ${o}`, `Pick ${o}${recommended ? " (recommended)" : ""}`);
+        if (recommended) b.dataset.recommended = "true";
+        return b;
+      });
     return h("article", {
       class: "decision", id: `decision-${d.decision_id}`, role: "group",
       dataset: { decisionId: d.decision_id, crow: d.crow || "" }, "aria-label": `Decision ${d.decision_id}`,
@@ -212,7 +219,9 @@ export class DecisionBoard {
     h("div", { class: "decision-actions" }, actions,
       Number.isFinite(deadline) ? h("span", {
         class: "decision-countdown", dataset: { deadline: String(deadline) },
-        title: "No answer by the deadline keeps the crow quarantined (fail safe)",
+        title: d.kind === "choice" && !d.phrase
+          ? "No answer by the deadline closes it with no choice: the crow does not go ahead"
+          : "No answer by the deadline keeps the crow quarantined (fail safe)",
       }, `fails safe in ${fmtLeft((deadline - Date.now()) / 1000)}`) : null),
     h("p", { class: "form-error", role: "alert", hidden: true }));
   }

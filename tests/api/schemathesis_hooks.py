@@ -28,6 +28,12 @@ STATE_400 = {
     # CROWS_SCRIPT_DIR (docs/BRAINS.md): the document can state its shape only.
     "a script: brain's file must exist and hold rules": r"^.*: the brain script ",
     "a script: brain only from CROWS_SCRIPT_DIR": r"^script: (brains are refused here|must name a regular file)",
+    # A change of a nest's core (docs/GOVERNANCE.md, 3): against the core as it stands.
+    "a crow added is not a member yet": r"^already members of [a-z0-9-]+: ",
+    "a crow removed is a member": r"^not members of [a-z0-9-]+: ",
+    "a nest keeps 1 to 8 core crows": r"^[a-z0-9-]+ would have \d+ core crows",
+    "the open flock and direct chats have no core to change": r"^[a-z0-9-]+ is (the open flock|a direct chat); its members are not picked",
+    "a crow is added or removed, not both": r" cannot be added and removed at once$",
 }
 _STATE_400 = [re.compile(pattern, re.DOTALL) for pattern in STATE_400.values()]
 

@@ -224,6 +224,7 @@ BODIES = {
     "NestIn": ("post", "/api/nests", {"name": "Ops", "crows": ["Rook"]}),
     "MessageIn": ("post", "/api/nests/todo/messages", {"author": "owner", "text": "hi"}),
     "BudgetIn": ("post", "/api/nests/todo/budget", {"exchanges": 1}),
+    "NestMembersIn": ("post", "/api/nests/todo/members", {"add": ["Hugin"]}),
 }
 
 

@@ -53,8 +53,8 @@ def run(reactor, post: Posted) -> Effects:
 
 def test_the_loop_runs_the_reactors_in_the_written_down_order():
     assert [name for name, _ in react.REACTORS] == [
-        "sentry", "decision phrase", "work", "dispatch", "expectations", "jev judges", "delivery checks",
-        "debates", "orchestration", "quarantine notice", "not a participant",
+        "sentry", "decision phrase", "ask owner", "work", "dispatch", "expectations", "jev judges",
+        "delivery checks", "debates", "orchestration", "budget watch", "quarantine notice", "not a participant",
     ]
 
 

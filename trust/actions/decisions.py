@@ -33,7 +33,7 @@ from flock.models import Crow
 from trust.actions.locking import lock_event_log
 from trust.actions.quarantine import reinstate_crow, retire_crow
 from trust.models import Breach, Decision
-from trust.queries import decision_record, said_as
+from trust.queries import decision_record, option_named, said_as
 
 register_event_names("decision.opened", "decision.closed")
 
@@ -151,14 +151,15 @@ def outcome_for(decision: Decision, answer: str) -> str:
         return Decision.Outcome.REINSTATED if decision.kind == Decision.Kind.QUARANTINE else decision.phrase
     if decision.kind == Decision.Kind.QUARANTINE and said == RETIRE_WORD:
         return Decision.Outcome.RETIRED
-    for option in decision.options:
-        if said == said_as(option):
-            return option
+    option = option_named(decision, answer)
+    if option is not None:
+        return option
     return Decision.Outcome.KEPT
 
 
 def answer_decision(decision: Decision | str, *, answer: object, by: str = "owner") -> Decision:
-    """The owner's answer. BadInput for an answer that is not a non-empty string; Conflict
+    """The owner's answer. BadInput for an answer that is not a non-empty string, and for
+    a choice's answer that names none of its options (the decision stays open); Conflict
     for "retire" of a crow whose role is kept (Quill, Boss), the decision left open;
     NotFound when nothing is open under that id (never opened, already answered, timed
     out), and when its deadline has passed: the timeout task may not have run yet, so
@@ -184,6 +185,14 @@ def answer_decision(decision: Decision | str, *, answer: object, by: str = "owne
 
 def _answer(found: Decision, *, answer: str, by: str) -> Decision:
     outcome = outcome_for(found, answer)
+    if found.kind == Decision.Kind.CHOICE and not found.phrase and outcome == Decision.Outcome.KEPT:
+        # A choice has no "no": an answer that names no option is refused, and the
+        # decision stays open for one that does (docs/GOVERNANCE.md, "1. Quill brings decisions").
+        raise BadInput(
+            f"{answer.strip()[:60]!r} is not an option of {found.decision_id}: answer one of "
+            + ", ".join(f"“{o}”" for o in found.options)
+            + " (its letter, its words, or both)"
+        )
     if found.kind == Decision.Kind.QUARANTINE and found.crow:
         crow = Crow.objects.filter(name=found.crow).first()
         if crow is None or crow.status != Crow.Status.QUARANTINED:

@@ -23,14 +23,19 @@ from flock import jev as jev_service
 from flock import queries as flock_queries
 from flock.actions import hatch_crow, update_crow
 from flock.errors import CrowsError
+from flock.events import rfc3339
 from flock.models import Crow
-from flock.vocab import OWNER
+from flock.personas import TASK_TYPES
+from flock.vocab import LEVEL_NAMES, OWNER, REGULAR
 from nests import queries
 from nests.actions.chat import moderator, orchestration, react
+from nests.actions.chat.effects import Effects, Say
 from nests.actions.chat.replies import Reply
+from nests.actions.members import change_nest_members
 from nests.actions.rooms import create_nest
-from nests.models import Invocation
-from trust.actions import retire_crow
+from nests.models import ChatRequest, Invocation, Nest, NestMessage
+from trust.actions import open_decision, retire_crow, seed_trust
+from trust.models import Decision
 
 NAME = r"@?(?P<name>[A-Za-z][A-Za-z0-9_-]{0,39})"
 HATCH_RE = re.compile(rf"\b(?:hatch|spin\s+up|create|make)\b[^.!?]*?\b(?:crow|bird|one)?\s*(?:named|called)\s+{NAME}", re.IGNORECASE)
@@ -72,17 +77,88 @@ MODEL_FAMILIES = "gpt|o[1-9]|claude|llama|mistral|mixtral|gemini|gemma|qwen|deep
 BARE_MODEL = rf"(?P<bare>(?:{MODEL_FAMILIES})(?:[-.:@]?[\w.@-]*)?)(?![\w:])"
 BARE_MODEL_RE = re.compile(rf"{USING}{BARE_MODEL}", re.IGNORECASE)
 SWITCH_BARE_RE = re.compile(rf"{SWITCH_TO}{BARE_MODEL}", re.IGNORECASE)
+# "hatch Wren for data, starting regular" (docs/GOVERNANCE.md, "3. Boss runs the flock"):
+# a name right after the verb, and a starting trust for the task types named.
+NOT_A_NAME = r"(?!(?:a|an|one|another|the|new|some|two|three|crows?|birds?)\b)"
+HATCH_NAMED_RE = re.compile(
+    rf"\b(?:hatch|spin\s+up)\s+{NOT_A_NAME}{NAME}"
+    r"(?=\s*(?:,|$)|\s+(?:for|who|that|to\s+be|good|great|strong|best|using|on|with|running)\b)",
+    re.IGNORECASE,
+)
+START_RE = re.compile(
+    r",?\s*\b(?:start(?:ing|s)?|begin(?:ning|s)?)\s+(?:with\s+)?(?:(?:its\s+)?trust\s+)?(?:at\s+|as\s+)?(?:an?\s+)?"
+    r"(?P<level>stranger|regular|trusted)\b(?:\s+(?:level|trust|crow|one))?",
+    re.IGNORECASE,
+)
+LEVELS = {name: level for level, name in LEVEL_NAMES.items()}
+# "add Inky to #launch", "remove Pepper from launch", "take Inky out of the ops nest".
+CROW_WORDS = r"@?[A-Za-z][\w-]*(?:\s*(?:,|\band\b|&)\s*@?[A-Za-z][\w-]*)*"
+MEMBERS_RE = re.compile(
+    rf"\b(?P<verb>add|put|bring|invite|remove|take|drop|kick)\s+(?P<crows>{CROW_WORDS})\s+"
+    r"(?:out\s+of|into|to|from|in)\s+(?:the\s+)?#?(?P<nest>[\w-]+)",
+    re.IGNORECASE,
+)
+REMOVING = ("remove", "take", "drop", "kick")
+THIS_ROOM = ("here", "this", "this-nest")
+NOT_CROWS = {"a", "an", "the", "crow", "crows", "new", "some", "me", "it", "them"}
+# Names Boss gives a crow the owner asked for without naming it ("I need a crow for X").
+FRESH_NAMES = ("Wren", "Jackdaw", "Magpie", "Chough", "Jay", "Nutcracker", "Raven", "Sable", "Cinder", "Flint", "Slate", "Ember")
 
 
 @dataclass(frozen=True)
 class Order:
-    verb: str  # hatch | model | nest | retire | ask (an order Boss cannot carry out as given)
+    verb: str  # hatch | model | nest | members | retire | ask (an order Boss cannot carry out as given)
     name: str
     strength: str = ""
     model: str = ""
     crows: tuple[str, ...] = ()
     # For `ask`: Boss's answer, what to say instead; never a pretend success from its brain.
     say: str = ""
+    # A hatch's starting trust ("starting regular"), for the task types it names.
+    level: int | None = None
+    # A member order: the crows to take out (`crows` are added), the nest ("" is this room).
+    removing: tuple[str, ...] = ()
+    nest: str = ""
+
+
+def fresh_crow_name() -> str:
+    """A crow's name nobody has had (a retired crow's name stays taken)."""
+    taken = {n.lower() for n in Crow.objects.values_list("name", flat=True)}
+    for suffix in ("", *map(str, range(2, 100))):
+        for name in FRESH_NAMES:
+            if f"{name}{suffix}".lower() not in taken:
+                return f"{name}{suffix}"
+    return f"Crow{Crow.objects.count() + 1}"
+
+
+def _members_order(words: str) -> Order | None:
+    m = MEMBERS_RE.search(words)
+    if m is None:
+        return None
+    crows = tuple(c.strip().lstrip("@") for c in LIST_SPLIT_RE.split(m.group("crows")) if c.strip())
+    if not crows or any(c.lower() in NOT_CROWS for c in crows):
+        return None
+    nest = m.group("nest")
+    nest = "" if nest.lower() in THIS_ROOM else nest
+    if m.group("verb").lower() in REMOVING:
+        return Order("members", "", removing=crows, nest=nest)
+    return Order("members", "", crows=crows, nest=nest)
+
+
+def _hatch_order(words: str, m: re.Match[str], level: int | None) -> Order:
+    rest = words[m.end():]
+    s = STRENGTH_RE.search(rest)
+    strength = ""
+    if s:
+        strength = (s.group("strength") or s.group("purpose") or "").strip().rstrip(",")
+    model = MODEL_RE.search(rest)
+    bare = BARE_MODEL_RE.search(rest) if model is None else None
+    if bare is not None:
+        return Order("ask", m.group("name"), say=(
+            f"Which provider serves {bare.group('bare')}? Say “… using openai:{bare.group('bare')}” "
+            f"(or anthropic:{bare.group('bare')}): a model is provider:model."
+        ))
+    return Order("hatch", m.group("name"), strength=strength, model=model.group("model") if model else "", level=level)
 
 
 def _whole_name(words: str, match: re.Match[str]) -> str | None:
@@ -109,6 +185,14 @@ def parse_order(text: str) -> Order | None:
             f"Which provider serves {bare}? Say “switch {m.group('name')} to openai:{bare}” "
             f"(or anthropic:{bare}): a model is provider:model."
         ))
+    members = _members_order(words)
+    if members is not None:
+        return members
+    start = START_RE.search(words)
+    level = None
+    if start is not None:
+        level = LEVELS[start.group("level").lower()]
+        words = (words[: start.start()] + words[start.end():]).strip()
     if NEST_NAMED_RE.search(words):
         return Order("ask", "", say=(
             "Which crows should be in it? Say “make a nest called Launch with Hugin and Pepper”."
@@ -122,19 +206,10 @@ def parse_order(text: str) -> Order | None:
         whole = _whole_name(words, m)
         if whole is not None:
             return Order("ask", whole, say=f"Can't hatch “{whole[:60]}”: {NAME_RULE}.")
-        rest = words[m.end():]
-        s = STRENGTH_RE.search(rest)
-        strength = ""
-        if s:
-            strength = (s.group("strength") or s.group("purpose") or "").strip()
-        model = MODEL_RE.search(rest)
-        bare = BARE_MODEL_RE.search(rest) if model is None else None
-        if bare is not None:
-            return Order("ask", m.group("name"), say=(
-                f"Which provider serves {bare.group('bare')}? Say “… using openai:{bare.group('bare')}” "
-                f"(or anthropic:{bare.group('bare')}): a model is provider:model."
-            ))
-        return Order("hatch", m.group("name"), strength=strength, model=model.group("model") if model else "")
+        return _hatch_order(words, m, level)
+    m = HATCH_NAMED_RE.search(words)
+    if m:
+        return _hatch_order(words, m, level)
     m = RETIRE_RE.search(words)
     if m:
         return Order("retire", m.group("name"))
@@ -168,9 +243,50 @@ def _task_types(strength: str) -> list[str]:
         return []
 
 
-def _hatch(order: Order, boss: Crow, inv: Invocation | None = None) -> str:
+def named_task_types(strength: str) -> list[str]:
+    """The task types a hatch order names ("for data and research"), else Jev's reading."""
+    words = set(re.findall(r"[a-z]+", strength.lower()))
+    named = [t for t in TASK_TYPES if t in words]
+    return named or _task_types(strength)
+
+
+def hatch_phrase(order: Order) -> str:
+    return f"yes, hatch {order.name} {LEVEL_NAMES[order.level or 0]}"
+
+
+def _ask_to_start_high(order: Order, boss: Crow, inv: Invocation) -> str:
+    """A starting trust above regular is the owner's to give: Boss asks for the approval
+    phrase (an owner decision, docs/GOVERNANCE.md) and hatches nothing until it is said."""
+    if Crow.objects.filter(name__iexact=order.name).exists():
+        return f"Can't do that: the name {order.name} is taken (a retired crow's name stays taken)."
+    types = ", ".join(named_task_types(order.strength)) or "its task types"
+    phrase = hatch_phrase(order)
+    decision = open_decision(
+        subject=f"hatch {order.name}",
+        question=f"Hatch {order.name} ({order.strength}) {LEVEL_NAMES[order.level or 0]} for {types} from the start?",
+        phrase=phrase,
+        recommendation=(
+            "Start it regular and let your verdicts raise it: a crow earns trusted by its approved work."
+        ),
+        kind=Decision.Kind.CHOICE,
+        nest_id=inv.nest.nest_id,
+        refers_to=inv.trigger.msg_id,
+        evidence=f"{boss.name} was asked in {inv.trigger.msg_id}: “{inv.trigger.text[:300]}”",
+    )
+    return (
+        f"Starting a crow above regular needs your approval phrase: say exactly “{phrase}” "
+        f"(here, or on the decision's card, {decision.decision_id}). Nothing is hatched until then, "
+        f"and nothing is if you say anything else or nothing by {rfc3339(decision.deadline)}."
+    )
+
+
+def _hatch(order: Order, boss: Crow, inv: Invocation | None = None, *, approved: bool = False) -> str:
     if not order.strength:
         return f"Hatch {order.name} to be good at what? Say, for example, “hatch a crow named {order.name} who is good at data”."
+    if (order.level or 0) > REGULAR and not approved:
+        assert inv is not None
+        return _ask_to_start_high(order, boss, inv)
+    task_types = named_task_types(order.strength) if order.level is not None else _task_types(order.strength)
     # The crow and Jev's score of its model are one change: both land, or neither. A plain
     # atomic (a savepoint when nested): handle() turns a refusal into Boss's answer.
     with transaction.atomic():
@@ -179,8 +295,12 @@ def _hatch(order: Order, boss: Crow, inv: Invocation | None = None) -> str:
             strength=order.strength,
             hatched_by=boss.name,
             model=order.model,
-            task_types=_task_types(order.strength),
+            task_types=task_types,
         )
+        # The starting trust the owner named, as seeded approvals for each task type
+        # (the ledger stays the whole truth: docs/GOVERNANCE.md, 3).
+        for task_type in task_types if order.level else []:
+            seed_trust(crow.name, task_type=task_type, level=order.level or 0, by=boss.name)
         # Boss picked the model: Jev scores it from the flight log (docs/GOVERNANCE.md, 7a).
         pick, nudge = orchestration.score_model_pick(
             crow, model_spec=crow.brain_spec, decider=boss.name,
@@ -188,9 +308,18 @@ def _hatch(order: Order, boss: Crow, inv: Invocation | None = None) -> str:
         )
         if inv is not None:
             react.apply(nudge, room=inv.nest)
+    if order.level:
+        trust = (
+            f"Trust starts at {order.level} ({LEVEL_NAMES[order.level]}) for {', '.join(task_types)}, "
+            f"0 (stranger) for the rest"
+            + (f"; as a regular, {crow.name} may claim open {', '.join(task_types)} requests. " if order.level == REGULAR
+               else " (your approval phrase). ")
+        )
+    else:
+        trust = f"Trust starts at 0 (stranger) for every task type, so {crow.name} speaks when addressed. "
     return (
         f"Hatched @{crow.name} {crow.epithet}: good at {crow.strength}. Brain: {crow.brain_spec}. "
-        f"Trust starts at 0 (stranger) for every task type, so {crow.name} speaks when addressed. "
+        f"{trust}"
         f"Say hello in dm-{crow.name.lower()}. Jev scores the model pick {pick.score:.2f} ({pick.decision_id})."
     )
 
@@ -229,6 +358,23 @@ def _nest(order: Order, boss: Crow) -> str:
     )
 
 
+def _members(order: Order, boss: Crow, inv: Invocation) -> str:
+    nest = inv.nest if not order.nest else queries.find_nest(order.nest)
+    if nest is None:
+        known = ", ".join(n.nest_id for n in queries.nests_for_listing())
+        return f"Can't do that: there is no nest called “{order.nest[:60]}”. The nests are: {known}."
+    changed, added, removed = change_nest_members(
+        nest.nest_id, add=list(order.crows) or None, remove=list(order.removing) or None, by=boss.name,
+    )
+    did = "; ".join(
+        part for part in (
+            f"added {', '.join(added)} to" if added else "",
+            f"took {', '.join(removed)} out of" if removed else "",
+        ) if part
+    )
+    return f"Done: {did} {changed.name} ({changed.nest_id}). Its core is now {', '.join(changed.core)}."
+
+
 def _retire(order: Order, boss: Crow, inv: Invocation) -> str:
     crow = Crow.objects.filter(name__iexact=order.name).first()
     if crow is not None:
@@ -264,7 +410,7 @@ def handle(inv: Invocation, boss: Crow) -> object:
         return stopped
     if inv.reason == "nudge":
         return moderator.recue(inv, boss)
-    if trigger.author != OWNER or inv.reason not in ("addressed", "direct"):
+    if not owners_order(trigger) or inv.reason not in ("addressed", "direct"):
         return None
     order = parse_order(trigger.text)
     if order is None:
@@ -276,6 +422,8 @@ def handle(inv: Invocation, boss: Crow) -> object:
             said = _change_model(order, boss, inv)
         elif order.verb == "nest":
             said = _nest(order, boss)
+        elif order.verb == "members":
+            said = _members(order, boss, inv)
         elif order.verb == "ask":
             said = order.say
         else:
@@ -289,3 +437,45 @@ def handle(inv: Invocation, boss: Crow) -> object:
         closes=True,
         fixed=True,
     )
+
+
+def owners_order(message: NestMessage) -> bool:
+    """The owner's own words, or Quill's order on the owner's behalf ("I need a crow for
+    X", docs/GOVERNANCE.md, 2): Boss answers both alike."""
+    if message.author == OWNER:
+        return True
+    quill = queries.quill()
+    return (
+        quill is not None and message.author == quill.name
+        and ChatRequest.objects.filter(message=message, requester=OWNER).exists()
+    )
+
+
+def hatch_on_approval(decision: Decision) -> None:
+    """The owner's approval phrase for a crow started above regular: Boss hatches it as
+    ordered (the order is re-read from the message it was given in) and says so in the
+    room; any other answer, or none, hatches nothing, and Boss says that too. Wired as a
+    trust `on_decision_closed` hook (nests/wiring.py)."""
+    if decision.kind != Decision.Kind.CHOICE or not decision.phrase or not decision.subject.startswith("hatch "):
+        return
+    asked = NestMessage.objects.select_related("nest").filter(
+        nest__nest_id=decision.nest_id, msg_id=decision.refers_to
+    ).first()
+    boss = queries.boss()
+    if asked is None or boss is None:
+        return
+    room = Nest.objects.select_for_update().get(pk=asked.nest_id)
+    order = parse_order(asked.text)
+    if order is None or order.verb != "hatch":
+        return
+    if decision.outcome == decision.phrase:
+        try:
+            with transaction.atomic():
+                said = _hatch(order, boss, approved=True)
+        except CrowsError as refusal:
+            said = f"Can't do that: {refusal.message}."
+    else:
+        said = f"No approval phrase for {decision.decision_id} ({decision.outcome}): {order.name} is not hatched."
+    react.apply(Effects(say=[Say(
+        author=boss.name, to=OWNER, refers_to=asked.msg_id, text=f"[ACK {asked.msg_id}] {said}",
+    )]), room=room)

@@ -52,6 +52,7 @@ WHY = {
     "relay_back": "a result came back for a request you relayed for the owner",
     "nudge": "the harness nudged you about something you said you would do",
     "debate": "the moderator cued you in a debate the owner asked for: speak to your stance, in your turn",
+    "decision": "the owner's decision you asked for is closed: act on what was chosen; if nobody chose, do not go ahead",
 }
 
 

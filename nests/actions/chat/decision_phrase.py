@@ -1,4 +1,5 @@
-"""The owner's exact decision phrase said in a room answers that decision (docs/GOVERNANCE.md)."""
+"""The owner's exact decision phrase said in a room answers that decision, and so does an
+option of the room's open choice ("B", "Monday", "B: Monday"; docs/GOVERNANCE.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ ANSWERED = Effects(done=True)
 
 
 def react(posted: Posted) -> Effects:
-    """The phrase answers the decision, and the message is nothing more (`done`), unless
+    """The phrase (or option) answers the decision, and the message is nothing more (`done`), unless
     the decision timed out a moment ago (closed as such): then it is only said."""
     message = posted.message
     if message.author != OWNER or posted.harness:

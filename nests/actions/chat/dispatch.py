@@ -39,7 +39,13 @@ from nests.actions.chat import budgets, rights
 from nests.actions.chat.claims import CONSPIRACY_CAP, decliners
 from nests.actions.chat.corrections import CORRECTION_REASON, answers_correction_again, corrected_crow
 from nests.actions.chat.effects import Effects, Invoke, Posted
-from nests.actions.chat.status_question import RELAY_VERB_RES, is_question, is_status_question, parse_relay
+from nests.actions.chat.status_question import (
+    RELAY_VERB_RES,
+    is_question,
+    is_status_question,
+    parse_crow_need,
+    parse_relay,
+)
 from nests.models import ChatRequest, Claim, Invocation, Nest, NestMessage
 from nests.queries_ledger import cued_crow, expect_for_nudge, is_debate_order, is_stop_order, running_debate
 
@@ -221,11 +227,14 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
             if not _active(addressed):
                 return None
             return Decision(addressed, "addressed", "claim" if kind == MessageKind.REQUEST else "say")
-        if author == OWNER and (is_status_question(message.text) or _asks_for_a_relay(message)):
+        if author == OWNER and (
+            is_status_question(message.text) or _asks_for_a_relay(message) or parse_crow_need(message.text)
+        ):
             # "What's happening?" is Quill's to answer from the rooms, whatever Jev tagged
             # it: routed as a request, a crow would take the question for work. So is
             # "ask the ops nest to …": a crow here would do, in this room, what the owner
-            # wanted done in another (docs/CHATROOM.md, "Quill and Boss").
+            # wanted done in another (docs/CHATROOM.md, "Quill and Boss"). So is "I need a
+            # crow for X": Quill asks Boss for it (docs/GOVERNANCE.md, 2).
             quill = queries.quill()
             if quill is not None:
                 return Decision(quill.name, "quill_default", "say")

@@ -49,6 +49,9 @@ class Say:
     invocation: Invocation | None = None
     opens: list[Expect] = field(default_factory=list)
     then: Callable[[NestMessage], None] | None = None
+    # Crows this message invokes, as its trigger, once the reactors have read it (an
+    # owner's decision handed back to the crow that asked for it).
+    invoke: list[Invoke] = field(default_factory=list)
 
 
 @dataclass

@@ -20,11 +20,13 @@ from flock.errors import Conflict
 from flock.models import Crow
 from flock.vocab import OWNER, MessageKind
 from nests import queries
+from nests.actions.chat.boss import fresh_crow_name
 from nests.actions.chat.claims import mark_relayed, request_for, route_refusal
 from nests.actions.chat.dispatch import best_fit
 from nests.actions.chat.replies import Reply, Skip, post_reply
 from nests.actions.chat.status_question import (
     is_status_question,
+    parse_crow_need,
     parse_relay,
     task_words,
     without_mentions,
@@ -217,6 +219,28 @@ def _route(inv: Invocation, crow: Crow) -> NestMessage | Skip | str:
     return relayed
 
 
+def boss_here(nest: Nest) -> bool:
+    boss = queries.boss()
+    return boss is not None and boss.status == Crow.Status.ACTIVE and boss.name in queries.crow_members(nest)
+
+
+def _ask_boss(inv: Invocation, crow: Crow, name: str, purpose: str) -> NestMessage | Reply:
+    """"I need a crow for X": the order to Boss, said in the room on the owner's behalf
+    (so the owner sees it, and Boss answers it as it answers the owner's orders)."""
+    trigger = inv.trigger
+    boss = queries.boss()
+    if not boss_here(inv.nest) or boss is None:
+        return Reply(
+            text=f"[ACK {trigger.msg_id}] Boss hatches crows, and Boss cannot take orders here right now.",
+            refers_to=trigger.msg_id, to=OWNER, closes=True, fixed=True,
+        )
+    order = f"@{boss.name}, for @owner: hatch a crow named {name or fresh_crow_name()} for {purpose}"
+    return post_reply(inv, crow, Reply(
+        text=order, kind=MessageKind.REQUEST, to=boss.name, refers_to=trigger.msg_id,
+        on_behalf_of=OWNER, relayed_from=trigger.msg_id, fixed=True,
+    ))
+
+
 def _relay_back(inv: Invocation) -> object:
     delivered = inv.trigger
     request = request_for(delivered.nest, delivered.refers_to)
@@ -255,6 +279,9 @@ def handle(inv: Invocation, crow: Crow) -> object:
             closes=True,
             fixed=True,
         )
+    need = parse_crow_need(trigger.text)
+    if need is not None:
+        return _ask_boss(inv, crow, *need)
     relay = parse_relay(trigger.text)
     if relay is not None:
         _, said = _relay(inv, crow, *relay)

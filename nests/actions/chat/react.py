@@ -26,6 +26,7 @@ from django.db import transaction
 from flock.events import lock_event_log
 from flock.vocab import HARNESS, OWNER
 from nests.actions.chat import (
+    asks,
     budgets,
     checks,
     debates,
@@ -35,6 +36,7 @@ from nests.actions.chat import (
     ledger,
     met,
     orchestration,
+    regulate,
     sentry,
     silent,
     work,
@@ -53,7 +55,8 @@ Reactor = Callable[[Posted], Effects]
 # a decision and is not talk).
 REACTORS: tuple[tuple[str, Reactor], ...] = (
     ("sentry", sentry.react),  # a crow's breach: quarantine, flag, owner's decision
-    ("decision phrase", decision_phrase.react),  # the owner's exact phrase answers a decision
+    ("decision phrase", decision_phrase.react),  # the owner's exact phrase (or a choice's option) answers a decision
+    ("ask owner", asks.react),  # a crow's [ASK_OWNER …]: Quill opens the owner's choice
     ("work", work.react),  # the request opened, the claim made, the delivery judged, the decline
     ("dispatch", dispatch.react),  # who answers: the one crow to invoke
     ("expectations", expectations.react),  # the ledger: scored, and what the message opens
@@ -61,6 +64,7 @@ REACTORS: tuple[tuple[str, Reactor], ...] = (
     ("delivery checks", checks.react),  # a delivery unsourced, outside the crow's role, a restated lens
     ("debates", debates.react),  # a cued turn moves the debate on; out of turn is nudged
     ("orchestration", orchestration.react),  # Quill's or Boss's pick of a crow, scored
+    ("budget watch", regulate.budget_watch),  # Boss: the room's tokens run low, a top-up proposed
     ("quarantine notice", sentry.quarantine_notice),  # a quarantined crow addressed: why no answer
     ("not a participant", silent.react),  # the Sentry or the Elder addressed: what they do instead
 )
@@ -91,13 +95,16 @@ def speak(said: Say, *, room: Nest, invocation: Invocation | None = None, depth:
     message = say(
         target, author=said.author, text=said.text, kind=said.kind, to=said.to, refers_to=said.refers_to,
     )
+    posted = Posted(room=target, message=message, harness=True, invocation=said.invocation or invocation, depth=depth + 1)
     if depth >= MAX_DEPTH:
         log.warning(
             "chat loop bound hit: %s is %d says deep (MAX_DEPTH %d); the reactors do not read it",
             message.msg_id, depth, MAX_DEPTH,
         )
     else:
-        react(Posted(room=target, message=message, harness=True, invocation=said.invocation or invocation, depth=depth + 1))
+        react(posted)
+    if said.invoke:
+        _apply(posted, Effects(invoke=said.invoke))
     for expect in said.opens:
         ledger.open_expectation(
             message, crow=expect.crow, check=expect.check, expected=expect.expected, debate=expect.debate,

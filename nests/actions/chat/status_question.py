@@ -77,3 +77,23 @@ def parse_relay(text: str) -> tuple[str, str] | None:
             return m.group("nest"), m.group("task").strip().rstrip(".!")
     m = RELAY_RES[0].search(words) or RELAY_RES[1].search(words)
     return (m.group("nest"), m.group("task").strip()) if m else None
+
+
+# "I need a crow for X" (docs/GOVERNANCE.md, "2. Quill asks Boss for crows"): the owner
+# asks for a crow that does not exist yet; Quill turns it into an order to Boss.
+CROW_NEED_RE = re.compile(
+    r"\b(?:(?:i|we)\s+(?:need|want|could\s+use|'d\s+like|would\s+like)|(?:get|find|bring)\s+(?:me|us))\s+"
+    r"(?:a|an|another|one\s+more)\s+(?:new\s+)?crow\b"
+    r"(?:\s+(?:named|called)\s+@?(?P<name>[A-Za-z][A-Za-z0-9_-]{0,39}))?,?\s+"
+    r"(?:for|to|who\s+can|that\s+can|who(?:'s|\s+is)\s+good\s+at|good\s+at)\s+(?P<purpose>[^.!?\n]+)",
+    re.IGNORECASE,
+)
+
+
+def parse_crow_need(text: str) -> tuple[str, str] | None:
+    """(the name the owner gave, or "", what the crow is for) of "I need a crow for X", or None."""
+    m = CROW_NEED_RE.search(without_mentions(text))
+    if m is None:
+        return None
+    purpose = m.group("purpose").strip().rstrip(",;:")
+    return (m.group("name") or "", purpose) if purpose else None
