@@ -41,16 +41,18 @@ def start_flights(item: Item, *, unsaved: Sequence[str] = ()) -> Item:
     `unsaved` names fields the caller set and leaves to this save."""
     with action_atomic():
         nest_id = item.todo_list.nest_id
+        # The crew fits the item: typed for its task type first, then Jev's fit to its text.
+        text, task_type = item.text, item.task_type
         if item.mode == "split":
-            picks = pick_crows(nest_id, count=len(item.subtasks))
+            picks = pick_crows(nest_id, count=len(item.subtasks), text=text, task_type=task_type)
             # No crow able to fly leaves no parts to fly: the guard below skips the item.
             parts = fit_subtasks(list(item.subtasks), len(picks)) if picks else []
             plan = [(crow, borrowed, "subtask", part) for (crow, borrowed), part in zip(picks, parts, strict=True)]
         elif item.mode == "murder":
-            picks = pick_crows(nest_id, count=min(MURDER_CROWS, settings.CROWS_MAX_CROWS_PER_ITEM))
+            picks = pick_crows(nest_id, count=min(MURDER_CROWS, settings.CROWS_MAX_CROWS_PER_ITEM), text=text, task_type=task_type)
             plan = [(crow, borrowed, "answer", "") for crow, borrowed in picks]
         else:
-            picks = pick_crows(nest_id, count=1)
+            picks = pick_crows(nest_id, count=1, text=text, task_type=task_type)
             plan = [(crow, borrowed, "answer", "") for crow, borrowed in picks]
         if not plan:
             if unsaved:
