@@ -40,6 +40,16 @@ def jev_fit(text: str, crow: Crow) -> float:
         return 0.0
 
 
+def task_type_of(text: str) -> str:
+    """Jev's task type for a piece of work that has none of its own (a split's part); ""
+    when Jev cannot answer."""
+    try:
+        return str(jev_service.ask("task_type", text).choice)
+    except Exception:
+        log.warning("Jev could not type %r", text[:80], exc_info=True)
+        return ""
+
+
 def is_typed_for(crow: Crow, task_type: str) -> bool:
     """Whether `task_type` is one of the task types the crow is best at."""
     return bool(task_type) and task_type in (crow.task_types or [])

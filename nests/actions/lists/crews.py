@@ -13,7 +13,10 @@ coder's turn is still to come, and the core still shares the work evenly.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.conf import settings
+from django.db.models import F, JSONField, OuterRef, Subquery
 
 from flock.db import lock_or_create
 from flock.models import Crow
@@ -52,12 +55,21 @@ def _turns(side: list[str], taken: list[str], count: int, best_first: list[str])
     return picks, taken
 
 
-def pick_crows(nest_id: str, *, count: int, text: str = "", task_type: str = "") -> list[tuple[str, bool]]:
+def pick_crows(
+    nest_id: str, *, count: int, text: str = "", task_type: str = "", parts: Sequence[str] = ()
+) -> list[tuple[str, bool]]:
     """Up to `count` different crows for one item, as (name, borrowed), the best fit for
     `text` of type `task_type` first among those whose turn it is, and move the nest's
-    rotation on. Call inside a transaction: the rotation row is locked."""
+    rotation on. With a split's `parts`, the n-th crow is the one to fly the n-th of
+    `fit_subtasks(parts, <the number of crows>)`. Call inside a transaction: the rotation
+    row is locked."""
     count = max(0, min(count, settings.CROWS_MAX_CROWS_PER_ITEM))
-    nest = Nest.objects.get(nest_id=nest_id)
+    rotation_rows = CrowRotation.objects.filter(nest_id=OuterRef("nest_id"))
+    nest = Nest.objects.annotate(
+        seen_turns=Subquery(rotation_rows.values("turns")[:1]),
+        seen_core_taken=Subquery(rotation_rows.values("core_taken")[:1], output_field=JSONField()),
+        seen_outside_taken=Subquery(rotation_rows.values("outside_taken")[:1], output_field=JSONField()),
+    ).get(nest_id=nest_id)
     able = workers()
     names = [crow.name for crow in able]
     open_nest = nest.kind == Nest.Kind.OPEN
@@ -66,12 +78,59 @@ def pick_crows(nest_id: str, *, count: int, text: str = "", task_type: str = "")
     scores = {crow.name: crow_fit.jev_fit(text, crow) for crow in able} if text.strip() else {}
     best_first = crow_fit.best_first(able, task_type, scores)
 
-    # The row lock makes racing picks take turns: the second reads the round the first left.
-    rotation = lock_or_create(CrowRotation, nest_id=nest_id)
-    from_core, rotation.core_taken = _turns(core, list(rotation.core_taken), count, best_first)
-    from_outside, rotation.outside_taken = _turns(
-        outside, list(rotation.outside_taken), count - len(from_core), best_first
+    def take_turns(core_taken: list[str], outside_taken: list[str]) -> tuple[list[str], list[str], list[str], list[str]]:
+        from_core, core_taken = _turns(core, core_taken, count, best_first)
+        from_outside, outside_taken = _turns(outside, outside_taken, count - len(from_core), best_first)
+        return from_core, from_outside, core_taken, outside_taken
+
+    # The rotation was read with the nest; it moves on only if no other pick moved it
+    # meanwhile (its `turns` unchanged), in one UPDATE, which waits for a racing pick's
+    # commit and then matches nothing. That pick, or a nest's first, locks the row and
+    # takes its turns from what the row holds then.
+    from_core, from_outside, core_taken, outside_taken = take_turns(
+        list(nest.seen_core_taken or []), list(nest.seen_outside_taken or [])
     )
-    rotation.save(update_fields=["core_taken", "outside_taken"])
+    moved = CrowRotation.objects.filter(nest_id=nest_id, turns=nest.seen_turns).update(
+        core_taken=core_taken, outside_taken=outside_taken, turns=F("turns") + 1
+    ) if nest.seen_turns is not None else 0
+    if not moved:
+        rotation = lock_or_create(CrowRotation, nest_id=nest_id)
+        from_core, from_outside, rotation.core_taken, rotation.outside_taken = take_turns(
+            list(rotation.core_taken), list(rotation.outside_taken)
+        )
+        rotation.turns += 1
+        rotation.save(update_fields=["core_taken", "outside_taken", "turns"])
     borrowed = not open_nest
-    return [(name, False) for name in from_core] + [(name, borrowed) for name in from_outside]
+    picks = [(name, False) for name in from_core] + [(name, borrowed) for name in from_outside]
+    if parts:
+        picks = _assign_parts(picks, fit_subtasks(parts, len(picks)), {crow.name: crow for crow in able})
+    return picks
+
+
+def fit_subtasks(subtasks: Sequence[str], limit: int) -> list[str]:
+    """At most `limit` parts: the surplus flies with the last crow, nothing is dropped."""
+    if len(subtasks) <= limit:
+        return list(subtasks)
+    return [*subtasks[: limit - 1], "; ".join(subtasks[limit - 1 :])]
+
+
+def _assign_parts(picks: list[tuple[str, bool]], parts: list[str], crows: dict[str, Crow]) -> list[tuple[str, bool]]:
+    """`picks` (one per part) reordered so that the n-th flies `parts[n]`: the pairs of a
+    part and a crow that fit best are matched first (the crow typed for the part's own task
+    type, then Jev's fit score, then the parts' and the picks' order), so in "fix the login
+    bug and update the docs" the coder takes the bug and the writer the docs."""
+    if len(picks) < 2 or len(picks) != len(parts):
+        return picks
+    ranked: list[tuple[tuple[bool, float, int, int], int, int]] = []
+    for n, part in enumerate(parts):
+        part_type = crow_fit.task_type_of(part)
+        for m, (name, _) in enumerate(picks):
+            crow = crows.get(name)
+            typed = crow is not None and crow_fit.is_typed_for(crow, part_type)
+            fit = crow_fit.jev_fit(part, crow) if crow is not None else 0.0
+            ranked.append(((not typed, -fit, n, m), n, m))
+    flies: dict[int, int] = {}
+    for _, n, m in sorted(ranked):
+        if n not in flies and m not in flies.values():
+            flies[n] = m
+    return [picks[flies[n]] for n in range(len(parts))]
