@@ -20,6 +20,7 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from flock import jev as jev_service
+from flock.jev.fit import fit_ready
 from flock.models import Crow
 
 log = logging.getLogger("crows.fit")
@@ -38,6 +39,16 @@ def jev_fit(text: str, crow: Crow) -> float:
     except Exception:
         log.warning("fit_score failed for %s; scoring 0", crow.name, exc_info=True)
         return 0.0
+
+
+def ready_without_loading() -> bool:
+    """Whether Jev's fit and task type answer now without loading a model: a list's crew
+    is picked under its rotation's lock (and, on SQLite, the write lock), where a load just
+    after a start would hold every writer up for a second or more."""
+    try:
+        return fit_ready()
+    except Exception:
+        return False
 
 
 def task_type_of(text: str) -> str:

@@ -12,7 +12,9 @@ import pytest
 from django.db import transaction
 
 from flock import worker
+from flock.jev import warm
 from flock.models import Crow, JevTag
+from nests import crow_fit
 from nests.actions import create_nest, post_message
 from nests.actions.lists.crews import pick_crows
 from nests.models import ChatRequest, Invocation, NestMessage
@@ -20,6 +22,14 @@ from tests.nests.test_lists_support import named, run_list, stream, trust_everyo
 from tests.support.scripted_brain import give_rights
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def jev_fit_loaded() -> None:
+    # As in a server once its start-up warm-up is done: a list's crew is scored by fit
+    # only when that loads nothing (docs/LISTS.md "Crew").
+    warm()
+    assert crow_fit.ready_without_loading()
 
 CODE_FIX = "Fix this Python function: def add(a, b): return a - b"
 RESEARCH = "Find sources on the history of crows in folklore"
@@ -130,3 +140,11 @@ def test_a_crow_that_leaves_mid_round_gives_up_its_turn():
     # Hugin is the last of the round now; then a new round starts, the coder first.
     assert _pick("trio", 1, CODE_FIX, "code") == [("Hugin", False)]
     assert _pick("trio", 1, CODE_FIX, "code") == [("Pepper", False)]
+
+
+def test_until_jevs_fit_has_loaded_the_task_types_and_roster_order_decide(monkeypatch):
+    # No model is loaded under the rotation's lock: just after a start the fit scores nobody.
+    monkeypatch.setattr("nests.crow_fit.ready_without_loading", lambda: False)
+    monkeypatch.setattr("flock.jev.fit_score", lambda task, profile: pytest.fail("scored under the lock"))
+    assert _pick("todo", 1, CODE_FIX, "code") == [("Pepper", False)]
+    assert _pick("todo", 1, RESEARCH, "research") == [("Hugin", False)]

@@ -75,7 +75,10 @@ def pick_crows(
     open_nest = nest.kind == Nest.Kind.OPEN
     core = [] if open_nest else [c for c in nest.core if c in names]
     outside = [c for c in names if c not in core]
-    scores = {crow.name: crow_fit.jev_fit(text, crow) for crow in able} if text.strip() else {}
+    # Until Jev's fit has loaded (the first seconds after a start) it scores nobody here:
+    # the task types and roster order decide, and no load happens under the lock.
+    scored = crow_fit.ready_without_loading()
+    scores = {crow.name: crow_fit.jev_fit(text, crow) for crow in able} if scored and text.strip() else {}
     best_first = crow_fit.best_first(able, task_type, scores)
 
     def take_turns(core_taken: list[str], outside_taken: list[str]) -> tuple[list[str], list[str], list[str], list[str]]:
@@ -103,7 +106,7 @@ def pick_crows(
     borrowed = not open_nest
     picks = [(name, False) for name in from_core] + [(name, borrowed) for name in from_outside]
     if parts:
-        picks = _assign_parts(picks, fit_subtasks(parts, len(picks)), {crow.name: crow for crow in able})
+        picks = _assign_parts(picks, fit_subtasks(parts, len(picks)), {crow.name: crow for crow in able} if scored else {})
     return picks
 
 
