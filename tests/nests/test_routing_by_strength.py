@@ -93,24 +93,23 @@ def test_the_task_type_outranks_a_higher_fit_score_and_ties_go_to_roster_order(m
 # --- in a list: an item triaged solo is flown by the crow that fits -------------------------
 
 
-def test_a_solo_code_fix_in_a_list_is_flown_by_the_coder():
+def _triage_and_workers(text: str) -> tuple[tuple[str, str], list[str]]:
+    """An item's (mode, task type) as triaged, and the worker crows that flew it."""
     trust_everyone()
-    todo = run_list(CODE_FIX)
-    events = stream(todo.list_id)
+    events = stream(run_list(text).list_id)
     (triaged,) = named(events, "item.triaged")
-    assert (triaged["mode"], triaged["task_type"]) == ("solo", "code")
-    assert [p["crow"] for p in named(events, "crow.flying") if p["crow"] not in ("Sentry", "Elder")] == ["Pepper"]
+    workers = [p["crow"] for p in named(events, "crow.flying") if p["crow"] not in ("Sentry", "Elder")]
+    return (triaged["mode"], triaged["task_type"]), workers
+
+
+def test_a_solo_code_fix_in_a_list_is_flown_by_the_coder():
+    assert _triage_and_workers(CODE_FIX) == (("solo", "code"), ["Pepper"])
 
 
 def test_a_solo_research_item_in_a_list_is_flown_by_the_researcher():
-    trust_everyone()
     # The coder has had its turn in this round already; that changes nothing for research.
     _pick("todo", 1, CODE_FIX, "code")
-    todo = run_list(RESEARCH)
-    events = stream(todo.list_id)
-    (triaged,) = named(events, "item.triaged")
-    assert (triaged["mode"], triaged["task_type"]) == ("solo", "research")
-    assert [p["crow"] for p in named(events, "crow.flying") if p["crow"] not in ("Sentry", "Elder")] == ["Hugin"]
+    assert _triage_and_workers(RESEARCH) == (("solo", "research"), ["Hugin"])
 
 
 def test_a_core_shares_its_work_in_rounds_the_best_fit_first():
