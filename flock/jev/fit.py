@@ -135,6 +135,15 @@ def warm_fit_score() -> bool:
     return cached
 
 
+def fit_ready() -> bool:
+    """Whether `fit_score` answers now without loading anything: the vocabulary and the
+    task_type model are in this process already (a caller under a lock asks first)."""
+    jev = default_jev()
+    return _vectorizer is not None and (
+        TASK_TYPE_QUESTION not in jev.questions() or jev.is_loaded(TASK_TYPE_QUESTION)
+    )
+
+
 # Dispatch scores one task against every crow in the room, over and over against the same
 # few profiles, so both the task's type and each text's vector are remembered.
 @functools.lru_cache(maxsize=1024)

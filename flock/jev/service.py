@@ -105,6 +105,10 @@ class Jev:
             )
         return found
 
+    def is_loaded(self, name: str) -> bool:
+        """Whether the question's model is in memory (asking it loads nothing)."""
+        return name in self._loaded
+
     def loaded(self, name: str) -> LoadedModel:
         ready = self._loaded.get(name)
         if ready is not None:

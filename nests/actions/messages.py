@@ -96,13 +96,16 @@ OWNER_KINDS: tuple[str, ...] = (MessageKind.SAY, MessageKind.REQUEST, MessageKin
 
 
 def _jev_choice(answer: Any, kinds: tuple[str, ...]) -> tuple[str, bool]:
-    """Jev's choice among the kinds this poster may post, and whether Jev is sure of it. A
-    choice the poster may not post falls to the likeliest one it may, which stands as
-    sure only if its share of the allowed kinds' probability clears the high band."""
+    """Jev's choice among the kinds this poster may post, and whether Jev is sure of it:
+    the likeliest kind it may post, sure when its share of those kinds' probability clears
+    the high band. For a crow (every kind allowed) that is Jev's own answer and band. For
+    the owner, probability Jev put on a crow's kind is no evidence between say, request
+    and refer: "Fix this Python function: <code>" at request 0.49, deliver 0.45 is a
+    request (0.94 of the owner's kinds), not `say` for want of a band."""
     if answer is None:
         return "", False
-    if answer.choice in kinds:
-        return answer.choice, answer.band == "high"
+    if answer.choice in kinds and answer.band == "high":
+        return answer.choice, True
     allowed = {kind: p for kind, p in answer.probs.items() if kind in kinds}
     total = sum(allowed.values())
     if total <= 0:

@@ -158,8 +158,12 @@ class FlightGate(models.Model):
 
 
 class CrowRotation(models.Model):
-    """Where the next pick starts in a nest: within its core, and outside it (borrowed)."""
+    """A nest's crew rotation (docs/LISTS.md "Crew"): the crows that have had their turn in
+    the current round, within its core and outside it (borrowed). A round ends when every
+    crow of that side has had one. `turns` counts the picks, so a pick can tell whether
+    another moved the rotation on since it read it."""
 
     nest_id = models.CharField(max_length=64, unique=True)
-    core_next = models.PositiveIntegerField(default=0)
-    outside_next = models.PositiveIntegerField(default=0)
+    core_taken = models.JSONField(default=list, blank=True)
+    outside_taken = models.JSONField(default=list, blank=True)
+    turns = models.PositiveIntegerField(default=0)

@@ -85,7 +85,7 @@ def test_an_unaddressed_request_goes_to_the_best_fitting_crow_allowed_to_claim(l
     make_trusted("Munin", "writing", level=1)
     make_trusted("Pepper", "writing", level=1)
     fits = {"Munin": 0.10, "Pepper": 0.30, "Hugin": 0.90}
-    monkeypatch.setattr("nests.actions.chat.dispatch._profile", lambda crow: crow.name)
+    monkeypatch.setattr("nests.crow_fit.profile", lambda crow: crow.name)
     monkeypatch.setattr("flock.jev.fit_score", lambda task, profile: fits[profile])
     post_message("launch", author="owner", text="draft the launch post", kind="request")
     inv = Invocation.objects.get()
@@ -250,7 +250,7 @@ def test_a_crow_asking_the_owner_invokes_no_crow(launch):
 def test_a_declined_open_request_passes_to_the_next_best_crow(launch, script_brains, monkeypatch):
     make_trusted("Munin", "writing", level=1)
     make_trusted("Pepper", "writing", level=1)
-    monkeypatch.setattr("nests.actions.chat.dispatch._profile", lambda crow: crow.name)
+    monkeypatch.setattr("nests.crow_fit.profile", lambda crow: crow.name)
     monkeypatch.setattr("flock.jev.fit_score", lambda task, profile: {"Munin": 0.5, "Pepper": 0.2}[profile])
 
     def script(request):

@@ -206,7 +206,8 @@ def test_when_the_elder_fails_the_answer_is_the_parts_of_the_crows_that_succeede
     elder = [p for p in named(events, "crow.landed") if p["crow"] == "Elder"]
     assert elder and elder[0]["ok"] is False
     (answered,) = named(events, "item.answered")
-    assert answered["crows"] == ["Pepper", "Inky", "Rook"]
+    # Each part went to the crow that fits it (docs/LISTS.md "Crew"): the bug to the coder.
+    assert sorted(answered["crows"]) == ["Inky", "Pepper", "Rook"]
     assert answered["answer"].startswith("Pepper (fix the login bug on Safari):")
 
 

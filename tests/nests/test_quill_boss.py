@@ -128,7 +128,7 @@ def test_quill_in_its_direct_chat_summarises_the_nest_named(busy_launch):
 
 
 def test_quill_relays_an_owner_request_into_a_nest_and_carries_the_result_back(launch, monkeypatch):
-    monkeypatch.setattr("nests.actions.chat.dispatch._profile", lambda crow: crow.name)
+    monkeypatch.setattr("nests.crow_fit.profile", lambda crow: crow.name)
     monkeypatch.setattr("flock.jev.fit_score", lambda task, profile: {"Inky": 0.4}.get(profile, 0.1))
     asked = post_message("dm-quill", author="owner", text="ask the launch nest to draft the tweet", kind="request")
     run_crows()

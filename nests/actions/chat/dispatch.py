@@ -26,15 +26,13 @@ Anything else (talk, claims that were refused, results, refers) invokes nobody.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
-from flock import jev as jev_service
 from flock.actions import log_jev_tag
 from flock.models import Crow
 from flock.vocab import HARNESS_AUTHORS, OWNER, MessageKind
-from nests import queries
+from nests import crow_fit, queries
 from nests.actions.chat import budgets, rights
 from nests.actions.chat.claims import CONSPIRACY_CAP, decliners
 from nests.actions.chat.corrections import CORRECTION_REASON, answers_correction_again, corrected_crow
@@ -49,9 +47,7 @@ from nests.actions.chat.status_question import (
 from nests.models import ChatRequest, Claim, Invocation, Nest, NestMessage
 from nests.queries_ledger import cued_crow, expect_for_nudge, is_debate_order, is_stop_order, running_debate
 
-log = logging.getLogger("crows.chat")
-
-FIT_VERSION = "crow-fit-1"
+FIT_VERSION = "crow-fit-2"
 
 
 @dataclass
@@ -67,47 +63,52 @@ def _crow(name: str) -> Crow | None:
     return Crow.objects.filter(name=name).first()
 
 
-def _profile(crow: Crow) -> str:
-    return f"{crow.epithet}. {crow.strength}. Best at: {', '.join(crow.task_types or [])}."
-
-
-def fit_scores(nest: Nest, text: str, task_type: str, *, exclude: set[str], need_level: int) -> dict[str, float]:
-    """Crow-task fit for every worker in the room who may take the work (docs/GOVERNANCE.md).
-
-    fit = Jev's fit_score of the request against the crow's strength, lifted a little when
-    the request's task type is one the crow is best at, then weighted by the crow's trust
-    for that task type and its recent results (the share of its last flights that came
-    back): score = fit x (1 + 0.25 level) x (0.75 + 0.5 recent)."""
+def _candidates(nest: Nest, task_type: str, *, exclude: set[str], need_level: int) -> dict[Crow, int]:
+    """The workers in the room who may take the work, in roster order, with their trust
+    level for the task type."""
     members = set(queries.crow_members(nest))
-    scores: dict[str, float] = {}
+    candidates: dict[Crow, int] = {}
     for crow in queries.worker_crows():
         if crow.name in exclude or crow.name not in members or crow.status != Crow.Status.ACTIVE:
             continue
         level = queries.trust_level(crow.name, task_type)
-        if level < need_level:
-            continue
-        try:
-            fit = jev_service.fit_score(text, _profile(crow))
-        except Exception:
-            log.warning("fit_score failed for %s; scoring 0", crow.name, exc_info=True)
-            fit = 0.0
-        if task_type in (crow.task_types or []):
+        if level >= need_level:
+            candidates[crow] = level
+    return candidates
+
+
+def _weighted_fits(candidates: dict[Crow, int], text: str, task_type: str) -> dict[str, float]:
+    scores: dict[str, float] = {}
+    for crow, level in candidates.items():
+        fit = crow_fit.jev_fit(text, crow)
+        if crow_fit.is_typed_for(crow, task_type):
             fit += 0.02
         recent = queries.recent_success(crow.name)
         scores[crow.name] = round(fit * (1 + 0.25 * level) * (0.75 + 0.5 * recent), 6)
     return scores
 
 
+def fit_scores(nest: Nest, text: str, task_type: str, *, exclude: set[str], need_level: int) -> dict[str, float]:
+    """Crow-task fit for every worker in the room who may take the work (docs/GOVERNANCE.md).
+
+    fit = Jev's fit_score of the request against the crow's profile, lifted a little when
+    the request's task type is one the crow is best at, then weighted by the crow's trust
+    for that task type and its recent results (the share of its last flights that came
+    back): score = fit x (1 + 0.25 level) x (0.75 + 0.5 recent)."""
+    return _weighted_fits(_candidates(nest, task_type, exclude=exclude, need_level=need_level), text, task_type)
+
+
 def best_fit(
     nest: Nest, message: NestMessage, text: str, task_type: str, *, exclude: set[str], need_level: int
 ) -> tuple[str, dict[str, float]]:
     """The best-fitting crow ("" if none) and every score, logged as a JevTag so the owner
-    can see why it was chosen."""
-    scores = fit_scores(nest, text, task_type, exclude=exclude, need_level=need_level)
-    if not scores:
+    can see why it was chosen. Best is nests.crow_fit's order: a crow whose task types
+    include the request's first, then the higher score, then roster order."""
+    candidates = _candidates(nest, task_type, exclude=exclude, need_level=need_level)
+    if not candidates:
         return "", {}
-    # Ties (often 0.0 for a request in words no persona uses) go to roster order.
-    choice = max(scores, key=lambda name: scores[name])
+    scores = _weighted_fits(candidates, text, task_type)
+    choice = crow_fit.best_first(list(candidates), task_type, scores)[0]
     log_jev_tag(
         SimpleNamespace(
             question="crow_fit",

@@ -36,7 +36,7 @@ from flock.events import emit, register_event_names
 from flock.models import Crow, Flight
 from flock.queries import flightlog_summary
 from flock.vocab import HARNESS, OWNER, MessageKind
-from nests import queries
+from nests import crow_fit, queries
 from nests.actions.chat.effects import NOTHING, Effects, Posted, Say
 from nests.actions.chat.ledger import due_period, nudge_line
 from nests.models import Nest, NestMessage, OrchestrationDecision
@@ -110,18 +110,23 @@ def score_crow_pick(
         return NOTHING
     weighted: dict[str, float] = {}
     factors: dict[str, Any] = {}
+    candidates: list[Crow] = []
     for candidate in queries.worker_crows():
         if candidate.name not in members or candidate.status != Crow.Status.ACTIVE:
             continue
+        candidates.append(candidate)
         total, parts = _fit_of(candidate, task, task_type)
         weighted[candidate.name] = round(total, 6)
         if candidate.name == crow:
             factors = parts
     if crow not in weighted:
+        candidates.append(picked)
         total, factors = _fit_of(picked, task, task_type)
         weighted[crow] = round(total, 6)
-    best = max(weighted, key=lambda n: weighted[n])
-    score = 1.0 if weighted[best] <= 0 else weighted[crow] / weighted[best]
+    # The best is whom dispatch would pick (nests.crow_fit: typed for the task type first),
+    # so a pick of that crow scores 1 even where an untyped crow weighs more.
+    best = crow_fit.best_first(candidates, task_type, weighted)[0]
+    score = 1.0 if weighted[best] <= 0 or crow == best else min(1.0, weighted[crow] / weighted[best])
     factors = {**factors, "best": best, "best_weighted": weighted[best]}
     d = _log(
         kind=OrchestrationDecision.Kind.CROW, decider=decider, crow=crow, task=task[:500], task_type=task_type,

@@ -16,7 +16,7 @@ from django.conf import settings
 from flock.db import action_atomic
 from flock.events import emit, register_event_names
 from flock.models import Crow
-from nests.actions.lists.crews import pick_crows
+from nests.actions.lists.crews import fit_subtasks, pick_crows
 from nests.actions.lists.ending import FAILURE, mark_answered, skip_item
 from nests.actions.lists.sorties import plan_sortie, plan_sorties
 from nests.models import Item, Sortie
@@ -29,28 +29,23 @@ register_event_names("item.answered")
 MURDER_CROWS = 3
 
 
-def fit_subtasks(subtasks: list[str], limit: int) -> list[str]:
-    """At most `limit` parts: the surplus flies with the last crow, nothing is dropped."""
-    if len(subtasks) <= limit:
-        return subtasks
-    return [*subtasks[: limit - 1], "; ".join(subtasks[limit - 1 :])]
-
-
 def start_flights(item: Item, *, unsaved: Sequence[str] = ()) -> Item:
     """Plan the workers' sorties for a triaged, approved item (locked by the caller).
     `unsaved` names fields the caller set and leaves to this save."""
     with action_atomic():
         nest_id = item.todo_list.nest_id
+        # The crew fits the item: typed for its task type first, then Jev's fit to its text.
+        text, task_type = item.text, item.task_type
         if item.mode == "split":
-            picks = pick_crows(nest_id, count=len(item.subtasks))
+            picks = pick_crows(nest_id, count=len(item.subtasks), text=text, task_type=task_type, parts=item.subtasks)
             # No crow able to fly leaves no parts to fly: the guard below skips the item.
             parts = fit_subtasks(list(item.subtasks), len(picks)) if picks else []
             plan = [(crow, borrowed, "subtask", part) for (crow, borrowed), part in zip(picks, parts, strict=True)]
         elif item.mode == "murder":
-            picks = pick_crows(nest_id, count=min(MURDER_CROWS, settings.CROWS_MAX_CROWS_PER_ITEM))
+            picks = pick_crows(nest_id, count=min(MURDER_CROWS, settings.CROWS_MAX_CROWS_PER_ITEM), text=text, task_type=task_type)
             plan = [(crow, borrowed, "answer", "") for crow, borrowed in picks]
         else:
-            picks = pick_crows(nest_id, count=1)
+            picks = pick_crows(nest_id, count=1, text=text, task_type=task_type)
             plan = [(crow, borrowed, "answer", "") for crow, borrowed in picks]
         if not plan:
             if unsaved:

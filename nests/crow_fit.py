@@ -1,0 +1,80 @@
+"""Which crow fits a piece of work: one ranking for a room's dispatch and a list's crew
+(docs/CHATROOM.md "Fit", docs/LISTS.md "Crew").
+
+Best first:
+
+1. the crows whose task types include the work's task type (Jev's `task_type` answer);
+2. the higher fit score (Jev's `fit_score` of the text against the crow's profile; in a
+   room, weighted by trust and recent results);
+3. roster order (hatch order), so a tie always breaks the same way.
+
+The task type comes first because it is what the flock page promises ("a code fix goes
+to the coder, research to the researcher"), and because Jev's similarity alone is near
+zero for a request in words no persona uses, where roster order would hand everything to
+the first worker crow (Hugin, the researcher).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+from flock import jev as jev_service
+from flock.jev.fit import fit_ready
+from flock.models import Crow
+
+log = logging.getLogger("crows.fit")
+
+
+def profile(crow: Crow) -> str:
+    """What Jev's fit score reads of a crow: its epithet, strength and best task types."""
+    return f"{crow.epithet}. {crow.strength}. Best at: {', '.join(crow.task_types or [])}."
+
+
+def jev_fit(text: str, crow: Crow) -> float:
+    """Jev's fit score of `text` for `crow`; 0 when Jev cannot score it (a room or a list
+    must still get a crow)."""
+    try:
+        return float(jev_service.fit_score(text, profile(crow)))
+    except Exception:
+        log.warning("fit_score failed for %s; scoring 0", crow.name, exc_info=True)
+        return 0.0
+
+
+def ready_without_loading() -> bool:
+    """Whether Jev's fit and task type answer now without loading a model: a list's crew
+    is picked under its rotation's lock (and, on SQLite, the write lock), where a load just
+    after a start would hold every writer up for a second or more."""
+    try:
+        return fit_ready()
+    except Exception:
+        return False
+
+
+def task_type_of(text: str) -> str:
+    """Jev's task type for a piece of work that has none of its own (a split's part); ""
+    when Jev cannot answer."""
+    try:
+        return str(jev_service.ask("task_type", text).choice)
+    except Exception:
+        log.warning("Jev could not type %r", text[:80], exc_info=True)
+        return ""
+
+
+def is_typed_for(crow: Crow, task_type: str) -> bool:
+    """Whether `task_type` is one of the task types the crow is best at."""
+    return bool(task_type) and task_type in (crow.task_types or [])
+
+
+def best_first(crows: Sequence[Crow], task_type: str, scores: Mapping[str, float]) -> list[str]:
+    """The names of `crows` (given in roster order) best first: typed for the task type,
+    then the higher score, then roster order. A crow missing from `scores` scores 0."""
+    roster_order = {crow.name: n for n, crow in enumerate(crows)}
+    return [
+        crow.name for crow in sorted(
+            crows,
+            key=lambda crow: (
+                not is_typed_for(crow, task_type), -scores.get(crow.name, 0.0), roster_order[crow.name],
+            ),
+        )
+    ]
