@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('nests', '0007_debate_stopped'),
+        ('nests', '0009_expectation_conduct_checks'),
     ]
 
     operations = [
