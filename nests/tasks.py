@@ -4,7 +4,8 @@ Each step of a list runs here, so a restart loses nothing: the queue is a table,
 interrupted task is re-queued at start-up, and every step is idempotent (it locks its
 rows and finds its work done, or claimed by a live flight, and returns). A step that
 trips over a locked database is retried after a pause; one that fails for any other
-reason lands its sortie as a failure, so its item still ends.
+reason lands its sortie as a failure, so its item still ends. The pipeline queues them
+through nests.actions.lists.queue, which NestsConfig.ready() wires to them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from datetime import timedelta
 from django.db import OperationalError
 from django.tasks import TaskContext, task
 from django.utils import timezone
+
+from nests.actions.lists import abort_sortie, finish_list, fly_sortie
+from nests.actions.lists.banter import drop_banter, speak_banter
 
 log = logging.getLogger("crows.lists")
 
@@ -27,8 +31,6 @@ PRIORITY_RETRY = 30  # a retried step is already late
 def fly_sortie_task(context: TaskContext, sortie_pk: int, attempt: int = 0, owners: list[int] | None = None) -> str:
     """`owners` is not read: tasks queued by earlier servers carry the sortie's list and
     item, which the flight now finds in the statement that locks them."""
-    from nests.actions.lists import abort_sortie, fly_sortie
-
     try:
         # A retry flies again a sortie whose landing failed after take-off (its thread
         # has let go of it: flights.InAir), without a second take-off.
@@ -49,8 +51,6 @@ def fly_sortie_task(context: TaskContext, sortie_pk: int, attempt: int = 0, owne
 
 @task()
 def finish_list_task(list_pk: int, attempt: int = 0) -> str:
-    from nests.actions.lists import finish_list
-
     try:
         return finish_list(list_pk).status
     except OperationalError:
@@ -66,8 +66,6 @@ def finish_list_task(list_pk: int, attempt: int = 0) -> str:
 
 @task()
 def speak_banter_task(banter_pk: int) -> str:
-    from nests.actions.lists.banter import drop_banter, speak_banter
-
     # Banter is never worth a retry: a line that fails is dropped (and recovery drops
     # one left in the air), and list.finished waits for it only so long.
     try:
