@@ -22,8 +22,8 @@ from flock.errors import CrowsError, RateLimited
 from flock.queries import roster_names
 from flock.schemas import API_ERROR, ID_MAX
 from flock.stream.consumer import CURSOR_MAX
+from nests import queries as nest_queries
 from nests.api import router as nests_router
-from nests.queries import room_exists
 from trust.api import router as trust_router
 
 log = logging.getLogger("crows.api")
@@ -186,7 +186,7 @@ def _unknown_room(request: HttpRequest) -> HttpResponse | None:
     if not isinstance(nest_id, str) or len(nest_id) > ID_MAX or "\x00" in nest_id:
         return None
     try:
-        if room_exists(nest_id):
+        if nest_queries.room_exists(nest_id):
             return None
     except DatabaseError:
         return None  # the database is away: the 400 about the input still stands
