@@ -91,6 +91,7 @@ def _load_or_fit() -> tuple[FeatureUnion, bool]:
     import joblib
     from sklearn.pipeline import FeatureUnion
 
+    # Late: flock.jev.model imports scikit-learn, which `import flock.jev` must not.
     from flock.jev.model import _write_atomically
 
     path = vocabulary_cache_path()

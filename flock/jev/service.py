@@ -112,6 +112,7 @@ class Jev:
     def is_cached(self, name: str) -> bool:
         """Whether the question's model for its current data is in the cache (so loading it
         takes a moment, not a training run)."""
+        # Late: flock.jev.model imports scikit-learn, which `import flock.jev` must not.
         from flock.jev.model import cache_path
 
         question = self.question(name)
