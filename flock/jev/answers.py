@@ -9,6 +9,10 @@ BAND_HIGH = "high"
 BAND_UNSURE = "unsure"
 
 
+def band_for(top_probability: float, high_threshold: float) -> str:
+    return BAND_HIGH if top_probability >= high_threshold else BAND_UNSURE
+
+
 @dataclass(frozen=True, slots=True)
 class JevAnswer:
     question: str
@@ -22,7 +26,3 @@ class JevAnswer:
     # by the optional LLM second opinion (llm.py), whose choice then replaces the local one.
     source: str = "local"
     local_choice: str = ""  # the local model's own choice, whatever the source
-
-
-def band_for(top_probability: float, high_threshold: float) -> str:
-    return BAND_HIGH if top_probability >= high_threshold else BAND_UNSURE
