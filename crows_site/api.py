@@ -13,13 +13,18 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.openapi.schema import OpenAPISchema
 
-from crows_site.middleware import too_large
-from crows_site.parser import StrictJsonParser
+from crows_site.flightlog import router as flightlog_router
+from crows_site.parser import StrictJsonParser, too_large
+from crows_site.state import router as state_router
+from flock.api import router as flock_router
 from flock.db import DATABASE_AWAY, NOT_MIGRATED, RETRY_AFTER_S, database_away, lacks_migrations
 from flock.errors import CrowsError, RateLimited
 from flock.queries import roster_names
 from flock.schemas import API_ERROR, ID_MAX
 from flock.stream.consumer import CURSOR_MAX
+from nests import queries as nest_queries
+from nests.api import router as nests_router
+from trust.api import router as trust_router
 
 log = logging.getLogger("crows.api")
 
@@ -181,14 +186,12 @@ def _unknown_room(request: HttpRequest) -> HttpResponse | None:
     EVENTS.md answers a post to an unknown nest with 404 and bad input with 400; a request
     that is both gets the 404, as the endpoints whose bodies pass validation already do
     (the view looks the room up first): the room is what the request is about."""
-    from nests.queries import room_exists
-
     match = getattr(request, "resolver_match", None)
     nest_id = match.kwargs.get("nest_id") if match is not None else None
     if not isinstance(nest_id, str) or len(nest_id) > ID_MAX or "\x00" in nest_id:
         return None
     try:
-        if room_exists(nest_id):
+        if nest_queries.room_exists(nest_id):
             return None
     except DatabaseError:
         return None  # the database is away: the 400 about the input still stands
@@ -252,12 +255,6 @@ def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
 
 
 def mount() -> None:
-    from crows_site.flightlog import router as flightlog_router
-    from crows_site.state import router as state_router
-    from flock.api import router as flock_router
-    from nests.api import router as nests_router
-    from trust.api import router as trust_router
-
     api.add_router("", state_router)
     api.add_router("", flock_router)
     api.add_router("", flightlog_router)

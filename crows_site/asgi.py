@@ -39,7 +39,8 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.urls import path, re_path  # noqa: E402
 
-from crows_site.security import OwnerGate, api_takes, documented_query_names, refuse_websocket  # noqa: E402
+from crows_site.api_document import api_takes, documented_query_names  # noqa: E402
+from crows_site.security import OwnerGate, refuse_websocket  # noqa: E402
 from flock.stream.consumer import EventStreamConsumer  # noqa: E402
 
 # OwnerGate sees every request first, the stream included: Host, Origin, token and

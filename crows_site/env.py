@@ -131,6 +131,7 @@ def migrated_or_exit(program: str) -> None:
     A database that does not answer is let through: the server says so per request."""
     from django.db import connection
 
+    # Late: the settings import this module, and settings load before django.db may be.
     from flock.db import NOT_MIGRATED, unapplied_migrations
 
     try:
@@ -150,6 +151,7 @@ def database_away_in_one_line(program: str) -> Iterator[None]:
     raised as it is."""
     from django.db import DatabaseError
 
+    # Late: the settings import this module, and settings load before django.db may be.
     from flock.db import first_line
 
     try:

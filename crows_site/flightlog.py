@@ -11,24 +11,10 @@ from ninja import Router
 
 from flock import queries as flock_queries
 from flock.schemas import FlightlogOut, errors
+from nests.queries_review import chat_delivery_verdicts
+from trust.queries import owner_verdicts
 
 router = Router(tags=["flock"])
-
-
-def _owner_verdicts(target: str) -> dict[str, bool]:
-    try:
-        from trust.queries import owner_verdicts
-    except ImportError:  # the verdict ledger is not part of this build
-        return {}
-    return owner_verdicts(target)
-
-
-def _chat_delivery_verdicts() -> dict[int, bool]:
-    try:
-        from nests.queries_review import chat_delivery_verdicts
-    except ImportError:  # no chatroom in this build
-        return {}
-    return chat_delivery_verdicts()
 
 
 @router.get("/flightlog", response={200: FlightlogOut, **errors()})
@@ -36,7 +22,7 @@ def flightlog(request: HttpRequest) -> dict[str, Any]:
     # Triage calls are judged by the owner's triage verdicts, answers by output verdicts,
     # a chat flight by the verdict on the delivery it wrote.
     rows = flock_queries.flightlog_summary(
-        approvals=_owner_verdicts("output"), triage_approvals=_owner_verdicts("triage"),
-        chat_approvals=_chat_delivery_verdicts(),
+        approvals=owner_verdicts("output"), triage_approvals=owner_verdicts("triage"),
+        chat_approvals=chat_delivery_verdicts(),
     )
     return {"by_model_and_task_type": rows}

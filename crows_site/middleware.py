@@ -13,6 +13,8 @@ from typing import Any
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from crows_site.api_document import documented_query_names
+from crows_site.parser import too_large
 from flock.db import NOT_MIGRATED, lacks_migrations
 
 _WORDS = {
@@ -21,13 +23,6 @@ _WORDS = {
     404: "no such endpoint",
     405: "that method is not allowed here",
 }
-
-
-def too_large() -> str:
-    """A 413's words, with the limit (CROWS_MAX_BODY_BYTES) the body went over."""
-    from django.conf import settings
-
-    return f"the request body is too large: at most {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes"
 
 
 class HybridMiddleware:
@@ -69,8 +64,6 @@ class ApiErrorsAsJson(HybridMiddleware):
             return JsonResponse({"message": "the path must not contain NUL characters"}, status=400)
         # PostgreSQL cannot even compare a string holding NUL: say so before a filter meets it.
         # Only for the parameters the API reads; any other is ignored, NUL or not.
-        from crows_site.security import documented_query_names  # security imports this module
-
         read = documented_query_names()
         for name, values in request.GET.lists():
             if name in read and any("\x00" in value for value in values):

@@ -5,10 +5,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest
 from ninja.parser import Parser
 
 from flock.errors import BadInput
+
+
+def too_large() -> str:
+    """A 413's words, with the limit (CROWS_MAX_BODY_BYTES) the body went over."""
+    return f"the request body is too large: at most {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes"
 
 
 def _check(value: Any, where: str) -> None:

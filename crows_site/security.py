@@ -26,9 +26,7 @@ WebSocket upgrades are refused (403): the flock speaks HTTP and Server-Sent Even
 
 from __future__ import annotations
 
-import functools
 import ipaddress
-import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +38,7 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.http.request import split_domain_port, validate_host
 
+from crows_site.api_document import api_takes
 from crows_site.logins import COOKIE_NAME, failures, owner_session_is_live, token_matches, too_many_guesses
 from crows_site.middleware import HybridMiddleware
 from flock.db import DATABASE_AWAY, RETRY_AFTER_S, database_away
@@ -147,42 +146,6 @@ def _token_refusal(headers: dict[str, str], *, client: str | None, session_live:
         return None
     failures.failed(client)
     return Refusal(401, "")
-
-
-@functools.cache
-def _openapi_paths() -> dict[str, Any]:
-    """The API's OpenAPI document's paths, built once (about 0.1 s)."""
-    from crows_site.api import api  # the API's views import this module
-
-    return api.get_openapi_schema()["paths"]
-
-
-@functools.cache
-def _api_operations() -> tuple[tuple[re.Pattern[str], frozenset[str]], ...]:
-    """Every /api/ path the OpenAPI document describes, as a pattern, with its methods."""
-    routes = []
-    for template, operations in _openapi_paths().items():
-        # A `{param}` is one path segment, as Django's default path converter takes it.
-        pattern = "[^/]+".join(re.escape(part) for part in re.split(r"\{[^}/]*\}", template))
-        routes.append((re.compile(pattern + r"\Z"), frozenset(method.upper() for method in operations)))
-    return tuple(routes)
-
-
-@functools.cache
-def documented_query_names() -> frozenset[str]:
-    """Every query parameter some operation of the API reads."""
-    return frozenset(
-        parameter["name"]
-        for operations in _openapi_paths().values()
-        for operation in operations.values()
-        for parameter in operation.get("parameters", [])
-        if parameter.get("in") == "query"
-    )
-
-
-def api_takes(method: str, path: str) -> bool:
-    """Whether the API has an operation for `method` on `path`."""
-    return any(method in methods and pattern.match(path) for pattern, methods in _api_operations())
 
 
 def decide(

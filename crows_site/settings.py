@@ -103,6 +103,7 @@ def _database(worker_threads: int) -> dict[str, Any]:
         # kept connection holds no snapshot and never blocks a WAL checkpoint.
         config["CONN_MAX_AGE"] = None
     elif engine.endswith("postgresql"):
+        # Late: settings load before django.db (which flock.db imports) may be.
         from flock.db import pool_size_for
 
         # Sized for the worker threads as well as the requests: a fixed 20 left 12 of 32

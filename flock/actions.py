@@ -9,9 +9,11 @@ from typing import Any
 
 from django.db import transaction
 
+from flock.brains import BrainSpecError, check_brain_spec
 from flock.errors import BadInput, Conflict, NotFound
 from flock.events import emit, register_event_names
 from flock.models import Crow, Flight, JevTag
+from flock.personas import FLOCK, ROSTER, TASK_TYPES
 
 register_event_names("crow.hatched", "crow.retired", "crow.updated")
 
@@ -19,8 +21,6 @@ register_event_names("crow.hatched", "crow.retired", "crow.updated")
 def seed_flock() -> int:
     """Create the built-in crows that are missing (a fresh database after migrate holds all
     ten). Idempotent; existing crows are left as the owner changed them."""
-    from flock.personas import FLOCK, ROSTER
-
     created = 0
     with transaction.atomic():
         for spec in FLOCK:
@@ -155,8 +155,6 @@ def hatch_crow(
     if model and not MODEL_SPEC_RE.fullmatch(model):
         raise BadInput(f"model must be {MODEL_SPEC_WORDS}; got {model[:60]!r}")
     if model:
-        from flock.brains import BrainSpecError, check_brain_spec
-
         try:
             check_brain_spec(model)
         except BrainSpecError as exc:
@@ -268,8 +266,6 @@ EDITABLE_FIELDS = (*EDITABLE_TEXT, "model", "task_types")
 
 
 def clean_crow_field(field: str, value: Any) -> Any:
-    from flock.personas import TASK_TYPES
-
     if field == "model":
         if not isinstance(value, str):
             raise BadInput("model must be a string")
@@ -277,8 +273,6 @@ def clean_crow_field(field: str, value: Any) -> Any:
         if value and not MODEL_SPEC_RE.fullmatch(value):
             raise BadInput(f"model must be blank or {MODEL_SPEC_WORDS}; got {value[:60]!r}")
         if value:
-            from flock.brains import BrainSpecError, check_brain_spec
-
             try:
                 check_brain_spec(value)
             except BrainSpecError as exc:

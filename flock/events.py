@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -241,10 +241,21 @@ def flush() -> None:
     _write([event for event, _ in pending], [body for _, body in pending])
 
 
-def _publish_on_commit(published: Published) -> None:
-    from flock.stream import hub
+class _Doorbell:
+    # The stream hub reads the event log (final_horizon, the rows past it), so this module
+    # cannot import it: FlockConfig.ready() hands its `publish` to `wire_doorbell`.
+    ring: Callable[[Published], None] | None = None
 
-    transaction.on_commit(lambda: hub.publish(published))
+
+def wire_doorbell(ring: Callable[[Published], None]) -> None:
+    _Doorbell.ring = ring
+
+
+def _publish_on_commit(published: Published) -> None:
+    ring = _Doorbell.ring
+    if ring is None:
+        raise RuntimeError("the event log's doorbell is not wired (FlockConfig.ready wires it)")
+    transaction.on_commit(lambda: ring(published))
 
 
 def _write(events: list[Event], bodies: list[dict[str, Any]]) -> None:

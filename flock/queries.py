@@ -80,8 +80,6 @@ def flightlog_summary(
     answer borrow them. `triage_approvals` does the same for triage calls, and
     `chat_approvals` (flight id -> approved?) for the chat flights that wrote a delivery
     the owner judged. Banter and any other call has no verdict, so no approval rate."""
-    from flock.models import Flight
-
     groups: dict[tuple[str, str, str], dict] = {}
     rows = Flight.objects.values_list(
         "provider", "model", "task_type", "latency_ms", "ok", "tokens_in", "tokens_out", "item_id", "task", "id"

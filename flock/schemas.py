@@ -27,6 +27,9 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError, PydanticUndefined, ValidationError
 
+from flock.actions import EDITABLE_TEXT
+from flock.personas import TASK_TYPES
+
 # The error type whose message reaches the client as it is (crows_site/api.py).
 API_ERROR = "crows"
 
@@ -202,9 +205,6 @@ def model_spec_pattern(*, blank: bool) -> str:
 def _crow_patch_document(schema: dict[str, Any]) -> None:
     # The document states what update_crow accepts: at least one field, none of them null,
     # each text within its limit, task types from the vocabulary, a brain spec or "".
-    from flock.actions import EDITABLE_TEXT
-    from flock.personas import TASK_TYPES
-
     properties: dict[str, Any] = {
         field: {"type": "string", "minLength": 1, "maxLength": limit, "pattern": TEXT_PATTERN}
         for field, limit in EDITABLE_TEXT.items()

@@ -9,9 +9,13 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from flock import worker
+from flock.actions import record_flight
 from flock.admin import check_every_panel
 from flock.brains import BrainSpecError, check_brain_spec, missing_key
+from flock.events import Published, wire_doorbell
+from flock.jev import llm as jev_llm
 from flock.models import Event, PrunedStream
+from flock.stream import hub
 from flock.stream.consumer import register_stream_key
 
 
@@ -41,9 +45,20 @@ def _check_default_brain() -> None:
         )
 
 
+def _ring_hub(published: Published) -> None:
+    # Looked up when it rings, so a test can listen in place of the hub.
+    hub.publish(published)
+
+
 def wire() -> None:
     # django.contrib.admin comes first in INSTALLED_APPS: every admin module is loaded.
     check_every_panel()
+    # The event log rings the stream hub's doorbell on commit; the hub reads the log, so
+    # the log never imports it.
+    wire_doorbell(_ring_hub)
+    # Jev's LLM second opinion logs its brain call as a flight (flock.jev loads without
+    # the app registry, so it is handed the flight log here).
+    jev_llm.wire_flight_log(record_flight)
     worker.connect_signals()
     _check_default_brain()
     register_stream_key("list_id", _list_has_events)

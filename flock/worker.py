@@ -47,6 +47,8 @@ from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
 
 from flock.db import queued_on_commit
+from flock.jev import warm_in_background
+from flock.models import TaskLease
 
 log = logging.getLogger("crows.worker")
 
@@ -166,8 +168,6 @@ def _lease_until() -> datetime:
 
 
 def renew_leases() -> int:
-    from flock.models import TaskLease
-
     with _running_lock:
         mine = list(_running.items())
     renewed = 0
@@ -182,8 +182,6 @@ def drop_ended_leases() -> int:
     worker leaves its lease when its task ends, for this sweep to drop. A task that may
     still run (READY or RUNNING) keeps its lease: a claim that upserts it while this
     runs is never undone."""
-    from flock.models import TaskLease
-
     ended = TaskLease.objects.exclude(
         task_id__in=DBTaskResult.objects.exclude(
             status__in=[TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED]
@@ -197,8 +195,6 @@ def requeue_expired(*, embedded_restart: bool = False) -> int:
     and started longer than a lease ago (claimed by a worker that kept none). With
     `embedded_restart`, also those held by embedded workers: only one server runs one, and
     it is starting, so its previous life's threads are gone."""
-    from flock.models import TaskLease
-
     now = timezone.now()
     live = TaskLease.objects.filter(task_id=OuterRef("id"), expires_at__gte=now)
     due: Any  # an Exists, its negation, or a Q combining them
@@ -231,8 +227,6 @@ def requeue_expired(*, embedded_restart: bool = False) -> int:
 
 def _running_under_a_live_lease(task: Any) -> Any:
     """`task`'s runs RUNNING under a lease not yet run out: a live worker has them."""
-    from flock.models import TaskLease
-
     live = TaskLease.objects.filter(expires_at__gte=timezone.now())
     return DBTaskResult.objects.filter(
         status=TaskResultStatus.RUNNING, task_path=task.module_path, id__in=live.values("task_id")
@@ -245,8 +239,6 @@ def held_elsewhere(task: Any) -> set[Any]:
     worker's start, the work in their hands is not a dead process's to recover: a server
     started beside db_workers (CROWS_EMBEDDED_WORKER left on) must not fly their sorties a
     second time, nor drop their banter."""
-    from flock.models import TaskLease
-
     embedded = TaskLease.objects.filter(worker_id__startswith="embedded-").values("task_id")
     runs = _running_under_a_live_lease(task).exclude(id__in=embedded).values_list("args_kwargs", flat=True)
     return {run["args"][0] for run in runs if run.get("args")}
@@ -373,8 +365,6 @@ class PoolWorker(Worker):
         passed since it started, as for any claim that kept no lease."""
         from django_tasks_db.models import get_date_max
 
-        from flock.models import TaskLease
-
         db = connections[using]
         quote = db.ops.quote_name
         tasks, leases = quote(DBTaskResult._meta.db_table), quote(TaskLease._meta.db_table)
@@ -500,8 +490,6 @@ def run_pool(threads: int, *, worker_id: str = "") -> None:
     # As a server does at start: the first crow reply this worker posts is tagged by Jev
     # and may score crow fit, which would otherwise load the models and fit the vocabulary
     # (seconds) inside a flight.
-    from flock.jev import warm_in_background
-
     warm_in_background()
     requeue_expired()
     _start_pool(prefix, threads)

@@ -25,6 +25,7 @@ from flock.brains import missing_key
 from flock.errors import CrowsError
 from flock.models import Crow, Flight
 from flock.personas import TASK_TYPES
+from flock.queries import roster_names
 from nests import queries
 from nests.actions import add_nest_member, remove_nest_member
 from nests.models import Item, Nest, NestMessage
@@ -290,7 +291,6 @@ class MemberActionForm(ActionForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from flock.queries import roster_names
 
         crow_field = self.fields["crow"]
         assert isinstance(crow_field, forms.ChoiceField)

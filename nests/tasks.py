@@ -4,7 +4,8 @@ Each step of a list runs here, so a restart loses nothing: the queue is a table,
 interrupted task is re-queued at start-up, and every step is idempotent (it locks its
 rows and finds its work done, or claimed by a live flight, and returns). A step that
 trips over a locked database is retried after a pause; one that fails for any other
-reason lands its sortie as a failure, so its item still ends.
+reason lands its sortie as a failure, so its item still ends. The pipeline queues them
+through nests.actions.lists.queue, which NestsConfig.ready() wires to them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from datetime import timedelta
 from django.db import OperationalError
 from django.tasks import TaskContext, task
 from django.utils import timezone
+
+# The pipeline's steps are looked up when a task runs, so a test may stand in for one.
+from nests.actions import lists
+from nests.actions.lists import banter
 
 log = logging.getLogger("crows.lists")
 
@@ -27,32 +32,28 @@ PRIORITY_RETRY = 30  # a retried step is already late
 def fly_sortie_task(context: TaskContext, sortie_pk: int, attempt: int = 0, owners: list[int] | None = None) -> str:
     """`owners` is not read: tasks queued by earlier servers carry the sortie's list and
     item, which the flight now finds in the statement that locks them."""
-    from nests.actions.lists import abort_sortie, fly_sortie
-
     try:
         # A retry flies again a sortie whose landing failed after take-off (its thread
         # has let go of it: flights.InAir), without a second take-off.
-        return fly_sortie(sortie_pk, run_id=context.task_result.id)
+        return lists.fly_sortie(sortie_pk, run_id=context.task_result.id)
     except OperationalError as exc:
         if attempt < RETRIES:
             later = timezone.now() + timedelta(seconds=RETRY_PAUSE_S * (attempt + 1))
             fly_sortie_task.using(run_after=later, priority=PRIORITY_RETRY).enqueue(sortie_pk, attempt + 1)
             return f"retrying after {exc}"
         log.exception("sortie %s failed %d times", sortie_pk, attempt + 1)
-        abort_sortie(sortie_pk, error=f"the flock's database kept failing: {exc}")
+        lists.abort_sortie(sortie_pk, error=f"the flock's database kept failing: {exc}")
         return "aborted"
     except Exception as exc:
         log.exception("sortie %s failed", sortie_pk)
-        abort_sortie(sortie_pk, error=f"the flock tripped over this flight ({type(exc).__name__})")
+        lists.abort_sortie(sortie_pk, error=f"the flock tripped over this flight ({type(exc).__name__})")
         return "aborted"
 
 
 @task()
 def finish_list_task(list_pk: int, attempt: int = 0) -> str:
-    from nests.actions.lists import finish_list
-
     try:
-        return finish_list(list_pk).status
+        return lists.finish_list(list_pk).status
     except OperationalError:
         # A list must finish: keep trying while the database is unwell, backing off to at
         # most a minute between tries, rather than leave it open until a restart.
@@ -66,14 +67,12 @@ def finish_list_task(list_pk: int, attempt: int = 0) -> str:
 
 @task()
 def speak_banter_task(banter_pk: int) -> str:
-    from nests.actions.lists.banter import drop_banter, speak_banter
-
     # Banter is never worth a retry: a line that fails is dropped (and recovery drops
     # one left in the air), and list.finished waits for it only so long.
     try:
-        return speak_banter(banter_pk).status
+        return banter.speak_banter(banter_pk).status
     except Exception:
         log.exception("banter %s failed; dropped", banter_pk)
-        drop_banter(banter_pk, why="the flock tripped over it")
+        banter.drop_banter(banter_pk, why="the flock tripped over it")
         return "dropped"
 

@@ -8,23 +8,27 @@ from typing import Any
 
 from django.db.models.signals import post_migrate
 
-import nests.actions.lists  # noqa: F401  (the list pipeline registers its hooks: verdicts, strikes, recovery)
+from crows_site.state import register_snapshot_part
 from flock import worker
 from flock.actions import before_crow_grounded, on_crow_grounded, on_crow_updated, seed_flock
 from flock.stream.consumer import register_stream_key
-from nests import queries, tasks_chat, tasks_upkeep
+from nests import queries, tasks, tasks_chat, tasks_upkeep
 from nests.actions import ensure_todo_nest
 from nests.actions.chat import queue
 from nests.actions.chat.boss import hatch_on_approval
 from nests.actions.chat.choices import hand_back_choice
 from nests.actions.chat.debates import lock_debate_rooms
+from nests.actions.chat.deliveries import mark_delivery_overruled, mark_delivery_verdict
 from nests.actions.chat.idle import retire_on_approval
 from nests.actions.chat.ledger import reschedule_expectation_checks
 from nests.actions.chat.moderator import stop_for_grounded
 from nests.actions.chat.orchestration import score_owner_model_change
 from nests.actions.chat.regulate import top_up_on_approval
-from nests.actions.retention import schedule_retention
-from trust.actions import on_decision_closed
+from nests.actions.lists import prank_flying_lists, recover_lists, resume_after_verdict
+from nests.actions.lists import queue as list_queue
+from nests.queries_lists import open_lists
+from nests.tasks_retention import schedule_retention
+from trust.actions import on_decision_closed, on_overrule, on_strike, on_verdict
 
 
 def _seed(sender: Any, **kwargs: object) -> None:
@@ -33,6 +37,17 @@ def _seed(sender: Any, **kwargs: object) -> None:
 
 
 def wire(app: Any) -> None:
+    # The list pipeline: the owner's verdicts move its items on (chat deliveries are judged
+    # by the same verdicts, docs/CHATROOM.md), a strike pranks the culprit's flying lists,
+    # start-up recovers the lists a restart interrupted, and the pipeline queues its tasks
+    # through hooks, so it never imports them (they run it).
+    on_verdict(resume_after_verdict)
+    on_verdict(mark_delivery_verdict)
+    on_overrule(mark_delivery_overruled)
+    on_strike(prank_flying_lists)
+    worker.on_start(recover_lists)
+    register_snapshot_part("open_lists", open_lists)
+    list_queue.wire(fly_sortie=tasks.fly_sortie_task, finish_list=tasks.finish_list_task, speak_banter=tasks.speak_banter_task)
     # A fresh database after `migrate` holds the ten crows and the `todo` nest.
     post_migrate.connect(_seed, sender=app, dispatch_uid="crows-seed")
     register_stream_key("nest_id", queries.nest_exists)

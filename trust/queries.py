@@ -9,7 +9,7 @@ from django.db.models import Count, Max, Q
 
 from flock.events import rfc3339
 from flock.personas import TASK_TYPES
-from trust.models import LEVEL_NAMES, STRANGER, TRUSTED, Approval, Breach, Decision, TrustEntry
+from trust.models import LEVEL_NAMES, STRANGER, TRUSTED, Approval, Breach, Decision, TrustEntry, Verdict
 
 FLOCK_HOLDER = "flock"
 
@@ -118,8 +118,6 @@ def owner_verdicts(target: str = "output") -> dict[str, bool]:
     """item_id -> approved? for every output (or, with `target`, triage) the owner judged
     (auto verdicts and timeouts are left out: they say nothing about the quality of the
     work)."""
-    from trust.models import Verdict
-
     rows = Verdict.objects.filter(
         target=target, verdict__in=(Verdict.Value.APPROVED, Verdict.Value.REJECTED)
     ).values_list("item_id", "verdict")

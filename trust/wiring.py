@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from crows_site.state import register_snapshot_part
 from flock import worker
-from trust import queries
-from trust.actions import reschedule_decision_timeouts, reschedule_timeouts
+from trust import queries, tasks
+from trust.actions import reschedule_decision_timeouts, reschedule_timeouts, timers
 
 
 def wire() -> None:
+    # The actions schedule their fail-safe timers through hooks, so they never import the
+    # tasks (which run them).
+    timers.wire(approval=tasks.schedule_approval_timeout, decision=tasks.schedule_decision_expiry)
     register_snapshot_part("pending_approvals", queries.pending_approvals)
     register_snapshot_part("open_decisions", queries.open_decisions)
     # Approvals waiting across a restart must still time out (docs/LISTS.md).

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 
-from flock.brains.config import default_brain_spec, setting
+from flock.brains.config import default_brain_spec, provider_config, setting
 from flock.brains.header import (
     Header,
     contract_footer,
@@ -156,7 +156,5 @@ def missing_key(spec: str) -> str:
     provider, _ = _parse((spec or "").strip() or "mock")
     if provider not in ("openai", "anthropic"):
         return ""
-    from flock.brains.config import provider_config
-
     config = provider_config(provider)
     return "" if config.api_key else config.key_sources

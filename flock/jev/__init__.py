@@ -7,9 +7,11 @@ Questions are data files (see questions.py and docs/JEV.md); each is a TF-IDF + 
 regression model with a fitted temperature, cached on disk and loaded once per process.
 """
 
+from flock.jev.answers import JevAnswer
 from flock.jev.fit import fit_score
 from flock.jev.questions import JevDataError, JevError, Question, UnknownQuestionError
-from flock.jev.service import Jev, JevAnswer, ask, questions, warm, warm_in_background
+from flock.jev.service import Jev, ask, questions
+from flock.jev.warming import warm, warm_in_background
 
 __all__ = [
     "Jev",

@@ -16,9 +16,11 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import confusion_matrix, f1_score, precision_recall_fscore_support
 
-from flock.jev.calibration import ECE_BINS, expected_calibration_error
+from flock.jev.answers import BAND_HIGH
+from flock.jev.calibration import ECE_BINS, expected_calibration_error, fit_temperature, softmax
+from flock.jev.model import ordered_logits
 from flock.jev.questions import JevDataError, JevError
-from flock.jev.service import BAND_HIGH, Jev, default_jev
+from flock.jev.service import Jev, default_jev
 
 # Each message is tagged this many times for the latency figures, after one warm-up pass,
 # so a 150-line file yields enough calls for a p99 that is more than its single maximum.
@@ -309,8 +311,6 @@ def writer_report(question: str = "kind", *, jev: Jev | None = None) -> WriterRe
     use the temperature fitted on the other writers' rows, so no writer's ECE is measured
     with a temperature fitted on its own labels.
     """
-    from flock.jev.calibration import softmax
-
     jev = jev or default_jev()
     loaded = jev.loaded(question)
     held = loaded.model.out_of_writer
@@ -343,9 +343,6 @@ def writer_report(question: str = "kind", *, jev: Jev | None = None) -> WriterRe
     dev_temperature = ece_dev = None
     dev = loaded.question.dev_examples()
     if dev:
-        from flock.jev.calibration import fit_temperature
-        from flock.jev.model import ordered_logits
-
         dev_logits = ordered_logits(loaded.model.pipeline, [e.text for e in dev], choices)
         dev_targets = np.array([choices.index(e.label) for e in dev], dtype=np.intp)
         dev_temperature = fit_temperature(dev_logits, dev_targets)

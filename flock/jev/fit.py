@@ -90,6 +90,7 @@ def _load_or_fit() -> tuple[FeatureUnion, bool]:
     process the fit again."""
     from sklearn.pipeline import FeatureUnion
 
+    # Late: flock.jev.model imports scikit-learn, which `import flock.jev` must not.
     from flock.jev.model import _write_atomically, read_cached
 
     path = vocabulary_cache_path()

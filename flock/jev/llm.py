@@ -3,7 +3,8 @@
 Off unless both hold: ``CROWS_JEV_LLM`` is on (a Django setting of that name, else the
 environment variable, ``1``/``0`` and the other spellings of crows_site/env.py) and the
 default brain (``CROWS_BRAIN``) is a real provider, ``openai:<model>`` or
-``anthropic:<model>``. Offline (the mock brain) nothing changes and nothing is imported.
+``anthropic:<model>``. Offline (the mock brain) nothing changes and no provider SDK is
+imported.
 
 When on, an answer in the unsure band is put to the model with the question's choices and
 labelling rules (the ``rules`` of ``<name>.json``). If the model names exactly one choice
@@ -23,14 +24,20 @@ import logging
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from django.core.exceptions import ImproperlyConfigured
 
+from crows_site.env import env_bool
+from flock.brains import Persona, get_brain, prompt_text
+from flock.brains.config import default_brain_spec, provider_config
+from flock.brains.types import BrainRequest
+from flock.jev.answers import BAND_HIGH, JevAnswer
+
 if TYPE_CHECKING:
-    from flock.brains.types import BrainReply, BrainRequest
+    from flock.brains.types import BrainReply
     from flock.jev.questions import Question
-    from flock.jev.service import JevAnswer
 
 logger = logging.getLogger(__name__)
 
@@ -47,9 +54,17 @@ _memo: OrderedDict[tuple[str, str, str], str] = OrderedDict()
 _memo_lock = threading.Lock()
 
 
-def _switch() -> bool:
-    from crows_site.env import env_bool
+class _FlightLog:
+    # The flight log is a model (flock.actions.record_flight), and flock.jev loads without
+    # Django's app registry (scripts, bench/jev.py): FlockConfig.ready() hands it in.
+    record: Callable[..., object] | None = None
 
+
+def wire_flight_log(record: Callable[..., object]) -> None:
+    _FlightLog.record = record
+
+
+def _switch() -> bool:
     try:
         from django.conf import settings
 
@@ -73,8 +88,6 @@ def brain_spec() -> str | None:
             "jev: %s is not a yes/no value; the LLM second opinion stays off", SETTING, exc_info=True
         )
         return None
-    from flock.brains.config import default_brain_spec
-
     spec = default_brain_spec()
     provider, _, model = spec.partition(":")
     if provider.strip().lower() not in REAL_PROVIDERS or not model.strip():
@@ -110,10 +123,6 @@ def parse_choice(reply: str, choices: tuple[str, ...]) -> str | None:
 
 
 def _ask_model(spec: str, question: Question, text: str) -> str | None:
-    from flock.brains import Persona, get_brain
-    from flock.brains.config import provider_config
-    from flock.brains.types import BrainRequest
-
     persona = Persona(
         name="Jev",
         epithet="",
@@ -173,11 +182,11 @@ def _log_flight(request: BrainRequest, reply: BrainReply) -> None:
     the name Jev, written by the calling thread (its own connection, closed after)."""
     from django.db import connection
 
-    from flock.actions import record_flight
-    from flock.brains import prompt_text
-
+    record = _FlightLog.record
     try:
-        record_flight(
+        if record is None:
+            raise RuntimeError("the flight log is not wired (FlockConfig.ready wires it)")
+        record(
             crow="Jev", provider=reply.provider, model=reply.model, task=request.task, ok=reply.ok,
             tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_ms=reply.latency_ms,
             error=reply.error or "", prompt=prompt_text(request),
@@ -204,8 +213,6 @@ def second_opinion(question: Question, text: str, answer: JevAnswer) -> JevAnswe
             _memo[key] = choice
             while len(_memo) > MEMO_SIZE:
                 _memo.popitem(last=False)
-    from flock.jev.service import BAND_HIGH
-
     # The tag log names the model that decided, beside the local model's version.
     version = f"{answer.version}+{spec}"[:64]
     return dataclasses.replace(answer, choice=choice, band=BAND_HIGH, source=SOURCE_LLM, version=version)

@@ -1,4 +1,4 @@
-"""The question-answering service: ``ask``, ``questions`` and ``warm``.
+"""The question-answering service: ``ask`` and ``questions`` (warming.py warms it).
 
 A ``Jev`` serves the questions of one data directory. Models load lazily, once per process
 and question, under a per-question lock, so the first ``ask`` for a question pays for loading
@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from django.core.exceptions import ImproperlyConfigured
 
+from flock.jev import llm
+from flock.jev.answers import BAND_UNSURE, JevAnswer, band_for
 from flock.jev.questions import PACKAGE_DATA_DIR, JevDataError, Question, UnknownQuestionError, discover
 from flock.jev.text import prepare
 
@@ -26,35 +28,12 @@ log = logging.getLogger("crows.jev")
 if TYPE_CHECKING:
     from flock.jev.model import Scorer, TrainedModel
 
-BAND_HIGH = "high"
-BAND_UNSURE = "unsure"
-
-
-@dataclass(frozen=True, slots=True)
-class JevAnswer:
-    question: str
-    choice: str
-    probs: dict[str, float]  # every choice of the question, summing to 1
-    band: str  # "high" when probs[choice] >= the question's high_threshold, else "unsure"
-    impl: str
-    version: str
-    latency_ms: float
-    # "local" when the answer is the local model's; "llm" when an unsure answer was settled
-    # by the optional LLM second opinion (llm.py), whose choice then replaces the local one.
-    source: str = "local"
-    local_choice: str = ""  # the local model's own choice, whatever the source
-
-
 @dataclass(frozen=True, slots=True)
 class LoadedModel:
     question: Question
     model: TrainedModel
     scorer: Scorer
     from_cache: bool
-
-
-def band_for(top_probability: float, high_threshold: float) -> str:
-    return BAND_HIGH if top_probability >= high_threshold else BAND_UNSURE
 
 
 def default_cache_dir() -> Path:
@@ -137,6 +116,7 @@ class Jev:
     def is_cached(self, name: str) -> bool:
         """Whether the question's model for its current data is in the cache (so loading it
         takes a moment, not a training run)."""
+        # Late: flock.jev.model imports scikit-learn, which `import flock.jev` must not.
         from flock.jev.model import cache_path
 
         question = self.question(name)
@@ -164,8 +144,6 @@ class Jev:
             local_choice=choices[top],
         )
         if answer.band == BAND_UNSURE and second_opinion:
-            from flock.jev import llm
-
             answer = llm.second_opinion(ready.question, text, answer)
             if answer.source != "local":
                 answer = replace(answer, latency_ms=(time.perf_counter() - started) * 1000.0)
@@ -205,29 +183,3 @@ def ask(question: str, text: str) -> JevAnswer:
 
 def questions() -> dict[str, Question]:
     return default_jev().questions()
-
-
-def warm() -> dict[str, str]:
-    """Pre-load every built-in question (and the fit-score vocabulary) in this process."""
-    from flock.jev.fit import warm_fit_score
-
-    versions = default_jev().warm()
-    warm_fit_score()
-    return versions
-
-
-def warm_in_background() -> threading.Thread:
-    """Start `warm` on a daemon thread: a process that serves posts or flies crows loads
-    (or trains, once per data version) Jev's models and fits the fit-score vocabulary off
-    the request and task paths, so its first message is tagged as fast as the rest (the
-    fit alone takes seconds)."""
-
-    def run() -> None:
-        try:
-            warm()
-        except Exception:
-            log.exception("warming Jev failed; it will load on first use")
-
-    thread = threading.Thread(target=run, name="crows-jev-warm", daemon=True)
-    thread.start()
-    return thread

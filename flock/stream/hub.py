@@ -37,6 +37,7 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from flock.events import Published, final_horizon, stream_keys
+from flock.models import Event
 from flock.stream.quiet_outage import PUBLISH_FAILURES, redis_unreachable
 
 log = logging.getLogger("crows.stream")
@@ -87,8 +88,6 @@ class Subscriber:
 
 def _read_final_after(after: int) -> tuple[int, list[Published]]:
     """(horizon, events after `after` up to it): the horizon is read before the rows."""
-    from flock.models import Event
-
     try:
         horizon = final_horizon()
         if horizon <= after:

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Model, Q, QuerySet
 from django.utils import timezone
@@ -144,24 +143,3 @@ def prune(
         report.counts[table] = done
     return report
 
-
-def schedule_retention() -> bool:
-    """Start-up: make sure one daily prune is queued when CROWS_RETENTION_DAYS is set.
-
-    Runs on every server start (worker.on_start); a prune already queued is kept, so
-    restarts never multiply the daily run. Returns whether one was queued now."""
-    from django_tasks_db.compat import TaskResultStatus
-    from django_tasks_db.models import DBTaskResult
-
-    from nests.tasks_retention import prune_task
-
-    if not settings.CROWS_RETENTION_DAYS:
-        return False
-    with transaction.atomic():
-        queued = DBTaskResult.objects.filter(
-            task_path=prune_task.module_path, status__in=(TaskResultStatus.READY, TaskResultStatus.RUNNING)
-        )
-        if queued.exists():
-            return False
-        prune_task.using(run_after=timezone.now() + timedelta(minutes=1)).enqueue()
-    return True

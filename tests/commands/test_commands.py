@@ -396,8 +396,7 @@ def test_backup_on_postgresql_prints_the_pg_dump_line():
 def test_retention_days_keeps_exactly_one_daily_prune_queued(settings):
     from django_tasks_db.models import DBTaskResult
 
-    from nests.actions.retention import schedule_retention
-    from nests.tasks_retention import prune_task
+    from nests.tasks_retention import prune_task, schedule_retention
 
     def queued() -> int:
         return DBTaskResult.objects.filter(task_path=prune_task.module_path, status="READY").count()

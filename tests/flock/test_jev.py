@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from flock.jev import Jev, JevDataError, UnknownQuestionError, ask, fit_score, questions
+from flock.jev.answers import BAND_HIGH, BAND_UNSURE, band_for
 from flock.jev.evaluate import EvalInputError, evaluate_file, format_report
 from flock.jev.model import pipeline_logits
-from flock.jev.service import BAND_HIGH, BAND_UNSURE, band_for
 from flock.jev.text import MAX_TEXT_CHARS, prepare
 from tests.support import jev_tone as tone
 
@@ -336,13 +336,13 @@ def test_asking_kind_about_any_text_never_fails(text: str) -> None:
 
 def test_warming_in_the_background_loads_the_models_and_the_fit_vocabulary(monkeypatch: pytest.MonkeyPatch) -> None:
     # Servers and db_workers call this at start, so a first post is not the one to pay.
-    from flock.jev import fit, service
+    from flock.jev import fit, service, warming
 
     warmed: list[str] = []
     monkeypatch.setattr(service.Jev, "warm", lambda self: warmed.append("models") or {})
     monkeypatch.setattr(fit, "warm_fit_score", lambda: warmed.append("fit"))
 
-    service.warm_in_background().join(10)
+    warming.warm_in_background().join(10)
 
     assert warmed == ["models", "fit"]
 
@@ -350,14 +350,14 @@ def test_warming_in_the_background_loads_the_models_and_the_fit_vocabulary(monke
 def test_a_failed_warm_up_is_logged_and_left_to_first_use(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from flock.jev import service
+    from flock.jev import service, warming
 
     def broken(self: object) -> dict[str, str]:
         raise OSError("cache dir not writable")
 
     monkeypatch.setattr(service.Jev, "warm", broken)
 
-    service.warm_in_background().join(10)
+    warming.warm_in_background().join(10)
 
     assert "warming Jev failed" in caplog.text
 

@@ -16,7 +16,7 @@ import pytest
 from flock.actions import log_jev_tag
 from flock.brains import providers
 from flock.jev import Jev, llm
-from flock.jev.service import BAND_HIGH, BAND_UNSURE
+from flock.jev.answers import BAND_HIGH, BAND_UNSURE
 from flock.models import JevTag
 from tests.fakes.providers import FakeAnthropic, FakeOpenAI, anthropic_fake, openai_fake  # noqa: F401
 from tests.support.jev_tone import COOL, WARM

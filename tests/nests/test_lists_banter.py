@@ -89,7 +89,7 @@ def test_banter_never_spends_what_the_list_budget_cannot_spare(settings):
 
 def _hold_banter_in_the_air(monkeypatch):
     """Banter tasks stay queued (as if their brain were slow) until released."""
-    from nests import tasks
+    from nests.actions.lists import queue
 
     held: list[int] = []
 
@@ -100,7 +100,7 @@ def _hold_banter_in_the_air(monkeypatch):
         def enqueue(self, pk: int) -> None:
             held.append(pk)
 
-    monkeypatch.setattr(tasks, "speak_banter_task", Held())
+    monkeypatch.setattr(queue._Tasks, "speak_banter", Held())
     return held
 
 

@@ -22,7 +22,7 @@ from trust.actions import (
     reschedule_decision_timeouts,
     retire_crow,
 )
-from trust.actions import decisions as decisions_module
+from trust.actions import closing as closing_module
 from trust.models import Breach, Decision
 from trust.queries import decision_record
 
@@ -157,7 +157,7 @@ def test_an_early_timeout_waits_and_start_up_reschedules_open_decisions():
 
 def test_decision_hooks_hear_every_close(monkeypatch):
     heard: list[Decision] = []
-    monkeypatch.setattr(decisions_module, "_closed_hooks", [heard.append])
+    monkeypatch.setattr(closing_module, "_closed_hooks", [heard.append])
     decision = quarantined_decision()
     answer_decision(decision, answer="no")
     assert [d.decision_id for d in heard] == [decision.decision_id]

@@ -1,13 +1,12 @@
 """Every state change in trust. One module per seam; import from here."""
 
+from trust.actions.closing import on_decision_closed, withdraw_decisions
 from trust.actions.decisions import (
     answer_decision,
     expire_decision,
-    on_decision_closed,
     open_decision,
     reinstate_phrase,
     reschedule_decision_timeouts,
-    withdraw_decisions,
 )
 from trust.actions.ledger import record_trust_outcome, seed_trust
 from trust.actions.owner import lift_cooldown, reset_trust

@@ -18,7 +18,7 @@ the closing transaction (the expectation ledger's ask_owner, the owner's desk).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import timedelta
 from uuid import uuid4
 
@@ -30,26 +30,17 @@ from flock.actions import KEPT_ROLES
 from flock.errors import BadInput, Conflict, NotFound
 from flock.events import emit, register_event_names, rfc3339
 from flock.models import Crow
+from trust.actions.closing import ANSWER_MAX, close_decision
 from trust.actions.locking import lock_event_log
 from trust.actions.quarantine import reinstate_crow, retire_crow
+from trust.actions.timers import schedule_decision_expiry
 from trust.models import Breach, Decision
 from trust.queries import decision_record, option_named, said_as
 
 register_event_names("decision.opened", "decision.closed")
 
-ANSWER_MAX = 300
 RETIRE_WORD = "retire"
 TIMEOUT_BY = "timeout"
-
-_closed_hooks: list[Callable[[Decision], None]] = []
-
-
-def on_decision_closed(hook: Callable[[Decision], None]) -> Callable[[Decision], None]:
-    """Register `hook(decision)`, called inside the transaction that closed it."""
-    if hook not in _closed_hooks:
-        _closed_hooks.append(hook)
-    return hook
-
 
 def reinstate_phrase(crow: str) -> str:
     return f"yes, reinstate {crow}"
@@ -73,8 +64,6 @@ def open_decision(
     """Ask the owner. Needs an exact `phrase` or at least two `options`. Emits
     `decision.opened` (on the room's stream when `nest_id` is given) and schedules the
     fail-safe timeout at `deadline`."""
-    from trust.tasks import expire_decision_task
-
     phrase = " ".join((phrase or "").split())
     choices = [" ".join(str(o).split()) for o in options if str(o).strip()]
     if not phrase and len(choices) < 2:
@@ -104,7 +93,7 @@ def open_decision(
         decision.decision_id = f"dec-{decision.pk}"
         decision.save(update_fields=["decision_id"])
         emit("decision.opened", decision_record(decision), nest_id=nest_id)
-        expire_decision_task.using(run_after=decision.deadline).enqueue(decision.decision_id)
+        schedule_decision_expiry(decision.decision_id, at=decision.deadline)
     return decision
 
 
@@ -114,32 +103,6 @@ def _locked_open(decision: Decision | str) -> Decision:
     if found is None or found.status != Decision.Status.OPEN:
         raise NotFound(f"no open decision {decision_id!r}")
     return found
-
-
-def _close(decision: Decision, *, outcome: str, answer: str, by: str) -> Decision:
-    decision.status = Decision.Status.CLOSED
-    decision.outcome = outcome
-    decision.answer = answer[:ANSWER_MAX]
-    decision.answered_by = by
-    decision.closed_at = timezone.now()
-    decision.save(update_fields=["status", "outcome", "answer", "answered_by", "closed_at"])
-    emit(
-        "decision.closed",
-        {
-            "decision_id": decision.decision_id,
-            "kind": decision.kind,
-            "subject": decision.subject,
-            "crow": decision.crow,
-            "status": decision.status,
-            "outcome": outcome,
-            "answer": decision.answer,
-            "by": by,
-        },
-        nest_id=decision.nest_id,
-    )
-    for hook in _closed_hooks:
-        hook(decision)
-    return decision
 
 
 def outcome_for(decision: Decision, answer: str) -> str:
@@ -176,7 +139,7 @@ def answer_decision(decision: Decision | str, *, answer: object, by: str = "owne
             return _answer(found, answer=answer, by=by)
         # Fail safe: past its deadline only the timeout closes it, even before the
         # timeout task has run (a busy worker): closed now, and the answer refused.
-        _close(found, outcome=Decision.Outcome.TIMEOUT, answer="", by=TIMEOUT_BY)
+        close_decision(found, outcome=Decision.Outcome.TIMEOUT, answer="", by=TIMEOUT_BY)
     raise NotFound(
         f"no open decision {found.decision_id!r}: it timed out at {rfc3339(found.deadline)}, "
         "which keeps things as they are"
@@ -212,21 +175,7 @@ def _answer(found: Decision, *, answer: str, by: str) -> Decision:
                 found.crow, by=by, reason=f"the owner's answer to {found.decision_id}",
                 decision_id=found.decision_id,
             )
-    return _close(found, outcome=outcome, answer=answer.strip(), by=by)
-
-
-def withdraw_decisions(crow: str, *, by: str, outcome: str, except_id: str = "") -> list[Decision]:
-    """Close every open quarantine decision about `crow`, which was reinstated or retired
-    some other way (the admin, Boss on the owner's order): nothing is left to decide.
-    Emits `decision.closed` for each, with `outcome` and `by`."""
-    closed = []
-    with transaction.atomic():
-        lock_event_log()
-        for found in Decision.objects.select_for_update().filter(
-            status=Decision.Status.OPEN, kind=Decision.Kind.QUARANTINE, crow=crow
-        ).exclude(decision_id=except_id):
-            closed.append(_close(found, outcome=outcome, answer="", by=by))
-    return closed
+    return close_decision(found, outcome=outcome, answer=answer.strip(), by=by)
 
 
 def expire_decision(decision: Decision | str) -> Decision | None:
@@ -240,22 +189,18 @@ def expire_decision(decision: Decision | str) -> Decision | None:
             return None
         if found.deadline > timezone.now():
             # Too early (a clock step, a hand-run task): try again at the deadline.
-            from trust.tasks import expire_decision_task
-
-            expire_decision_task.using(run_after=found.deadline).enqueue(found.decision_id)
+            schedule_decision_expiry(found.decision_id, at=found.deadline)
             return None
-        return _close(found, outcome=Decision.Outcome.TIMEOUT, answer="", by=TIMEOUT_BY)
+        return close_decision(found, outcome=Decision.Outcome.TIMEOUT, answer="", by=TIMEOUT_BY)
 
 
 def reschedule_decision_timeouts() -> int:
     """Start-up recovery: a timeout for every open decision (a duplicate is harmless)."""
-    from trust.tasks import expire_decision_task
-
     count = 0
     with transaction.atomic():
         for decision_id, deadline in Decision.objects.filter(status=Decision.Status.OPEN).values_list(
             "decision_id", "deadline"
         ):
-            expire_decision_task.using(run_after=deadline).enqueue(decision_id)
+            schedule_decision_expiry(decision_id, at=deadline)
             count += 1
     return count

@@ -17,6 +17,7 @@ from flock.actions import retire_crow as retire_flock_crow
 from flock.errors import BadInput, Conflict, NotFound
 from flock.events import emit, register_event_names
 from flock.models import Crow
+from trust.actions.closing import withdraw_decisions
 from trust.actions.locking import lock_event_log
 from trust.models import Breach
 
@@ -111,7 +112,6 @@ def reinstate_crow(crow: Crow | str, *, by: str = "owner", decision_id: str = ""
     """Lift a quarantine: the crow is active again. Emits `crow.reinstated`; any other open
     decision about it closes as `reinstated` (the admin reinstating directly). Conflict
     when the crow is not quarantined."""
-    from trust.actions.decisions import withdraw_decisions
     with transaction.atomic():
         lock_event_log()
         found = _locked_crow(crow)
@@ -133,8 +133,6 @@ def retire_crow(crow: Crow | str, *, by: str = "owner", reason: str = "", decisi
     """Retire a crow for good (quarantined or not): the flock's own retire, which emits
     `crow.retired` with `retired_by` = `by`; any open decision about it (but
     `decision_id`, the one being answered) closes as `retired`."""
-    from trust.actions.decisions import withdraw_decisions
-
     name = crow.name if isinstance(crow, Crow) else crow
     with transaction.atomic():
         lock_event_log()

@@ -29,6 +29,7 @@ from flock.events import batched, emit, register_event_names, rfc3339
 from flock.schemas import ID_MAX
 from trust.actions.ledger import record_trust_outcome
 from trust.actions.locking import lock_event_log
+from trust.actions.timers import schedule_approval_timeout
 from trust.models import Approval, Target, Verdict
 
 register_event_names("verdict", "verdict.overruled")
@@ -92,8 +93,6 @@ def open_approval(
     announcement, the approval and its timeout commit together. A chat delivery's
     approval has its msg_id as `item_id`, no `list_id` and its room as `nest_id`.
     `attempt` counts a retried item's flights (docs/REVIEW.md)."""
-    from trust.tasks import time_out_approval_task
-
     with transaction.atomic():
         deadline = timezone.now() + timedelta(seconds=settings.CROWS_APPROVAL_TIMEOUT_S)
         approval = Approval.objects.create(
@@ -106,7 +105,7 @@ def open_approval(
             deadline=deadline,
             attempt=attempt,
         )
-        time_out_approval_task.using(run_after=deadline).enqueue(item_id, target, attempt)
+        schedule_approval_timeout(item_id, target, attempt, at=deadline)
     return approval
 
 
@@ -399,9 +398,7 @@ def time_out_approval(item_id: str, *, target: str, attempt: int | None = None) 
             return None
         if approval.deadline > timezone.now():
             # Too early (a clock step, a hand-run task): try again at the deadline.
-            from trust.tasks import time_out_approval_task
-
-            time_out_approval_task.using(run_after=approval.deadline).enqueue(item_id, target, approval.attempt)
+            schedule_approval_timeout(item_id, target, approval.attempt, at=approval.deadline)
             return None
         verdict = _decide(approval, Verdict.Value.TIMEOUT)
         if verdict is None:
@@ -415,12 +412,10 @@ def reschedule_timeouts() -> int:
     """Start-up recovery: schedule a timeout for every approval still waiting. The task
     queue already holds one for each; this covers one lost to a failure. A duplicate is
     harmless, since a decided approval ignores its timeout."""
-    from trust.tasks import time_out_approval_task
-
     waiting = Approval.objects.filter(verdict__isnull=True).values_list("item_id", "target", "deadline", "attempt")
     count = 0
     with transaction.atomic():
         for item_id, target, deadline, attempt in waiting:
-            time_out_approval_task.using(run_after=deadline).enqueue(item_id, target, attempt)
+            schedule_approval_timeout(item_id, target, attempt, at=deadline)
             count += 1
     return count

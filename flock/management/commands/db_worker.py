@@ -12,7 +12,10 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from django_tasks_db.management.commands.db_worker import Command as StockCommand
 
+from flock import worker
+from flock.db import NOT_MIGRATED, first_line, fit_pool_to_threads, unapplied_migrations
 from flock.management.cli import CrowsCommand
+from flock.stream.quiet_outage import say_if_redis_is_away
 
 
 def _threads(value: str) -> int:
@@ -30,8 +33,6 @@ def _database_answers() -> None:
     line (naming DATABASE_URL, or the command to run), not with the pool's traceback
     (after the pool's own wait, so a database still starting up is waited for)."""
     from django.db import DatabaseError, connection
-
-    from flock.db import NOT_MIGRATED, first_line, unapplied_migrations
 
     try:
         connection.ensure_connection()
@@ -93,8 +94,6 @@ class Command(CrowsCommand, StockCommand):  # CrowsCommand first: its one-line a
         return super().execute(*args, **options)
 
     def check(self, *args: Any, **kwargs: Any) -> None:
-        from flock.stream.quiet_outage import say_if_redis_is_away
-
         # Before the system checks, which are the first to need the database.
         _database_answers()
         say_if_redis_is_away("db_worker")
@@ -121,8 +120,6 @@ class Command(CrowsCommand, StockCommand):  # CrowsCommand first: its one-line a
         self, *, verbosity: int, batch: bool, max_tasks: int | None, threads: int | None,
         worker_id: str, reload: bool, **options: Any,
     ) -> None:
-        from flock import worker
-
         self.configure_logging(verbosity)
         if batch or max_tasks:
             pool = worker._worker(f"batch-{worker_id}", poller=True, max_tasks=max_tasks)
@@ -131,7 +128,5 @@ class Command(CrowsCommand, StockCommand):  # CrowsCommand first: its one-line a
                 ran += 1
             return
         if threads:
-            from flock.db import fit_pool_to_threads
-
             fit_pool_to_threads(threads)
         worker.run_pool(threads or settings.CROWS_WORKER_THREADS, worker_id=worker_id)

@@ -1,8 +1,8 @@
 """The list pipeline: intake, triage, flights, the Elder, approvals, banter, the end.
 
-docs/LISTS.md walks through it. Importing this package registers its event names and its
-hooks into the trust app (strikes, verdicts), the worker (start-up recovery) and the
-state snapshot; nests.apps imports it at start-up.
+docs/LISTS.md walks through it. Importing this package registers its event names;
+nests/wiring.py hands its hooks to the trust app (strikes, verdicts), the worker
+(start-up recovery) and the state snapshot, and its tasks to `queue`, at start-up.
 """
 
 from nests.actions.lists.approvals import resume_after_verdict
@@ -37,23 +37,3 @@ __all__ = [
     "start_flights",
 ]
 
-
-def _register_hooks() -> None:
-    # Runs once per process, at the first import of this package (nests.apps.ready).
-    from crows_site.state import register_snapshot_part
-    from flock import worker
-    from nests.queries_lists import open_lists
-    from trust.actions import on_overrule, on_strike, on_verdict
-
-    on_verdict(resume_after_verdict)
-    # Chat deliveries are judged by the same verdicts (docs/CHATROOM.md).
-    from nests.actions.chat.deliveries import mark_delivery_overruled, mark_delivery_verdict
-
-    on_verdict(mark_delivery_verdict)
-    on_overrule(mark_delivery_overruled)
-    on_strike(prank_flying_lists)
-    worker.on_start(recover_lists)
-    register_snapshot_part("open_lists", open_lists)
-
-
-_register_hooks()

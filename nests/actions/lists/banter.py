@@ -20,9 +20,10 @@ from flock.actions import record_flight
 from flock.brains import BrainRequest, get_brain
 from flock.events import emit, flush, register_event_names
 from flock.models import Crow, Event
-from nests.actions.lists import briefs
+from nests.actions.lists import briefs, queue
 from nests.actions.lists.ending import lock_list, maybe_finish
 from nests.actions.lists.reservations import list_reserved
+from nests.actions.lists.sorties import BANTER_PRIORITY
 from nests.models import Banter, Item, Sortie, TodoList
 
 register_event_names("crow.banter")
@@ -84,10 +85,7 @@ def maybe_start_banter(todo: TodoList, *, item: Item, speaker: str) -> Banter | 
     banter = Banter.objects.create(
         todo_list=todo, item_id=item.item_id, speaker=speaker, listener=listener, estimate=estimate
     )
-    from nests.actions.lists.sorties import BANTER_PRIORITY
-    from nests.tasks import speak_banter_task
-
-    speak_banter_task.using(priority=BANTER_PRIORITY).enqueue(banter.pk)
+    queue.speak_banter_task().using(priority=BANTER_PRIORITY).enqueue(banter.pk)
     return banter
 
 

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from flock.db import action_atomic
 from flock.events import emit, register_event_names
+from nests.actions.lists import queue
 from nests.actions.lists.sorties import FINISH_PRIORITY, cancel_unflown
 from nests.models import Banter, Item, Sortie, TodoList
 from trust.actions.locking import lock_event_log
@@ -89,9 +90,7 @@ def after_item_ended(item: Item) -> None:
 
 
 def queue_finish(todo: TodoList, *, at: datetime | None = None) -> None:
-    from nests.tasks import finish_list_task
-
-    task = finish_list_task.using(priority=FINISH_PRIORITY, run_after=at)
+    task = queue.finish_list_task().using(priority=FINISH_PRIORITY, run_after=at)
     task.enqueue(todo.pk)
 
 

@@ -40,12 +40,14 @@ from flock.db import lock_or_create, save_fields
 from flock.events import batched, emit, register_event_names
 from flock.models import Crow
 from flock.worker import live_runs
-from nests.actions.lists import briefs
+from nests.actions.lists import briefs, queue
+from nests.actions.lists.banter import maybe_start_banter
 from nests.actions.lists.ending import BUDGET, FAILURE, maybe_finish, skip_item
+from nests.actions.lists.progress import after_elder_landed, after_worker_landed
 from nests.actions.lists.reservations import ANY_WAITING, TAKE_OFF_LOADS
 from nests.actions.lists.sorties import BOOT_ID, cancel_unflown, queue_sortie
+from nests.actions.lists.triage import ask_jev, conclude_triage
 from nests.models import FlightGate, Item, Sortie, TodoList
-from nests.tasks import fly_sortie_task
 from trust.actions.locking import lock_event_log
 
 log = logging.getLogger("crows.lists")
@@ -260,7 +262,7 @@ def _launch(sortie_pk: int, *, run_id: str | None = None) -> Launch | None:
     if sortie.status == Sortie.Status.FLYING:
         if sortie.claimed_by == BOOT_ID and sortie_pk in IN_AIR:
             return None  # in the air in a sibling thread of this process
-        if sortie.claimed_by != BOOT_ID and live_runs(fly_sortie_task, sortie_pk, besides=run_id):
+        if sortie.claimed_by != BOOT_ID and live_runs(queue.fly_sortie_task(), sortie_pk, besides=run_id):
             # In the air in another process that is alive (its run's lease is being
             # renewed): this run is a duplicate, as a start-up recovery beside live
             # db_workers queues. Taking over would call the brain a second time.
@@ -325,10 +327,6 @@ def land_sortie(
     """Land the sortie with what its brain said, count its real tokens, hand its slot on
     and move its item along. None when it was not this process's to land. `request` is
     what the crow was asked (rebuilt from the rows when not given), for the flight log."""
-    from nests.actions.lists.banter import maybe_start_banter
-    from nests.actions.lists.progress import after_elder_landed, after_worker_landed
-    from nests.actions.lists.triage import conclude_triage
-
     # SQLite: whether a sortie waits for a slot is read with the locks (exact under the
     # write lock held from BEGIN), and a landing that finds none hands nothing over.
     waiting_known = connection.vendor != "postgresql"
@@ -386,8 +384,6 @@ def fly_sortie(sortie_pk: int, *, run_id: str | None = None) -> str:
     """The whole flight of one sortie; what the background task runs (`run_id` is its
     run). Idempotent: a sortie whose flight failed after take-off is flown again by the
     next run (InAir); one in the air in a live process is left to it."""
-    from nests.actions.lists.triage import ask_jev
-
     launched = launch_sortie(sortie_pk, run_id=run_id)
     if launched is None:
         return "not flown"

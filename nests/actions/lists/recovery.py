@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from flock.worker import held_elsewhere
+from nests.actions.lists import queue
 from nests.actions.lists.ending import queue_finish
 from nests.actions.lists.flights import hand_over_slots, lock_gate
 from nests.actions.lists.sorties import queue_sortie
@@ -29,12 +30,10 @@ log = logging.getLogger("crows.lists")
 
 
 def recover_lists() -> dict[str, int]:
-    from nests.tasks import fly_sortie_task, speak_banter_task
-
     counts = {"sorties": 0, "banter_dropped": 0, "finishes": 0, "woken": 0}
     # Work a live db_worker holds is not the dead process's (flock.worker.held_elsewhere).
-    flying_elsewhere = held_elsewhere(fly_sortie_task)
-    speaking_elsewhere = held_elsewhere(speak_banter_task)
+    flying_elsewhere = held_elsewhere(queue.fly_sortie_task())
+    speaking_elsewhere = held_elsewhere(queue.speak_banter_task())
     with transaction.atomic():
         in_the_air = Banter.objects.select_for_update().filter(status=Banter.Status.FLYING)
         for banter in in_the_air.exclude(pk__in=speaking_elsewhere):

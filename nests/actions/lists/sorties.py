@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from typing import Any
 
 from flock.worker import enqueue_many
+from nests.actions.lists import queue
 from nests.models import Item, Sortie
 
 # Who is flying a sortie: this process. After a restart, a sortie still FLYING under
@@ -27,15 +27,8 @@ FINISH_PRIORITY = 30
 BANTER_PRIORITY = 25  # one short call; finishing sooner beats waiting out the banter wait
 
 
-def _fly_sortie_task() -> Any:
-    # The tasks module imports the pipeline that imports this module.
-    from nests.tasks import fly_sortie_task
-
-    return fly_sortie_task
-
-
 def queue_sortie(sortie: Sortie) -> None:
-    _fly_sortie_task().using(priority=PRIORITY[sortie.role]).enqueue(sortie.pk)
+    queue.fly_sortie_task().using(priority=PRIORITY[sortie.role]).enqueue(sortie.pk)
 
 
 def plan_sorties(item: Item, plans: list[dict[str, object]]) -> list[Sortie]:
@@ -52,7 +45,7 @@ def plan_sorties(item: Item, plans: list[dict[str, object]]) -> list[Sortie]:
 def queue_planned(sorties: list[Sortie]) -> list[Sortie]:
     """Insert new sorties in one statement and queue their flights in one more (per
     priority), as plan_sortie does one at a time."""
-    fly_sortie_task = _fly_sortie_task()
+    fly_sortie_task = queue.fly_sortie_task()
     Sortie.objects.bulk_create(sorties)
     for priority in dict.fromkeys(PRIORITY[s.role] for s in sorties):
         enqueue_many(fly_sortie_task.using(priority=priority), [(s.pk,) for s in sorties if PRIORITY[s.role] == priority])

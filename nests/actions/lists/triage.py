@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from flock import jev as jev_service
 from flock.actions import log_jev_tags
 from flock.brains import BrainReply
 from flock.db import action_atomic
@@ -49,13 +50,9 @@ def ask_jev(text: str) -> dict[str, Any]:
     """Jev's answers on `task_type` and `mode`; a question Jev lacks (or a Jev failure) is
     simply absent, since the brain can triage alone."""
     answers: dict[str, Any] = {}
-    try:
-        from flock.jev import ask
-    except Exception:  # Jev not installed in this build
-        return answers
     for question in ("task_type", "mode"):
         try:
-            answers[question] = ask(question, text)
+            answers[question] = jev_service.ask(question, text)
         except Exception as exc:
             log.debug("jev could not answer %s: %s", question, exc)
     return answers
