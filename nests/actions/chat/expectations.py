@@ -231,7 +231,9 @@ def score_room(message: NestMessage, *, request: ChatRequest | None) -> list[Exp
     """Score the room's open expectations against a new message; close the met ones."""
     met = []
     now = timezone.now()
-    for exp in Expectation.objects.select_for_update().select_related("request", "request__message").filter(
+    # of=self: PostgreSQL refuses FOR UPDATE on the nullable side of the outer join to the
+    # request, and only the expectations are written here.
+    for exp in Expectation.objects.select_for_update(of=("self",)).select_related("request", "request__message").filter(
         nest=message.nest, status__in=Expectation.LIVE
     ):
         why = _progress(exp, message, request)
