@@ -28,14 +28,13 @@ from django.utils import timezone
 
 from flock.actions import KEPT_ROLES
 from flock.errors import BadInput, Conflict, NotFound
-from flock.events import emit, register_event_names, rfc3339
+from flock.events import emit, rfc3339
 from flock.models import Crow
 from trust.actions.locking import lock_event_log
 from trust.actions.quarantine import reinstate_crow, retire_crow
 from trust.models import Breach, Decision
+from trust.payloads import DecisionClosed
 from trust.queries import decision_record, said_as
-
-register_event_names("decision.opened", "decision.closed")
 
 ANSWER_MAX = 300
 RETIRE_WORD = "retire"
@@ -125,16 +124,16 @@ def _close(decision: Decision, *, outcome: str, answer: str, by: str) -> Decisio
     decision.save(update_fields=["status", "outcome", "answer", "answered_by", "closed_at"])
     emit(
         "decision.closed",
-        {
-            "decision_id": decision.decision_id,
-            "kind": decision.kind,
-            "subject": decision.subject,
-            "crow": decision.crow,
-            "status": decision.status,
-            "outcome": outcome,
-            "answer": decision.answer,
-            "by": by,
-        },
+        DecisionClosed(
+            decision_id=decision.decision_id,
+            kind=decision.kind,
+            subject=decision.subject,
+            crow=decision.crow,
+            status=decision.status,
+            outcome=outcome,
+            answer=decision.answer,
+            by=by,
+        ),
         nest_id=decision.nest_id,
     )
     for hook in _closed_hooks:

@@ -13,23 +13,20 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from flock.events import emit, lock_event_log, register_event_names, rfc3339
+from flock.events import emit, lock_event_log, rfc3339
 from flock.vocab import HARNESS, OWNER, MessageKind
 from nests.actions.chat.effects import Say
 from nests.actions.chat.queue import schedule_check
 from nests.actions.chat.room import TEXT_MAX
 from nests.models import ChatRequest, Expectation, Invocation, Nest, NestMessage
+from nests.payloads import ExpectationClosed, ExpectationOpened
 from nests.queries_ledger import NUDGE_LIMIT, expectation_record
-
-register_event_names("expectation.opened", "expectation.closed")
 
 SUMMARY_PREFIX = "Owner summary"
 
 
-def _emit(name: str, exp: Expectation, record: dict[str, Any]) -> None:
-    # On the firehose, with the room named in the payload: a room's own stream carries
-    # its messages (docs/API.md, the event stream), and every nudge or summary is one.
-    emit(name, {"nest_id": exp.nest.nest_id, **record})
+# Both on the firehose, with the room named in the payload: a room's own stream carries
+# its messages (docs/API.md, the event stream), and every nudge or summary is one.
 
 
 def schedule(exp: Expectation) -> None:
@@ -72,7 +69,7 @@ def open_expectation(
     )
     exp.expectation_id = f"exp-{exp.pk}"
     exp.save(update_fields=["expectation_id"])
-    _emit("expectation.opened", exp, expectation_record(exp))
+    emit("expectation.opened", ExpectationOpened(**expectation_record(exp), nest_id=exp.nest.nest_id))
     schedule(exp)
     return exp
 
@@ -87,9 +84,10 @@ def close_expectation(exp: Expectation, *, status: str, by_msg_id: str = "", rea
     exp.reason = reason[:300] or exp.reason
     exp.closed_at = timezone.now()
     exp.save()
-    record = expectation_record(exp)
-    record["outcome"] = status
-    _emit("expectation.closed", exp, record)
+    emit(
+        "expectation.closed",
+        ExpectationClosed(**expectation_record(exp), nest_id=exp.nest.nest_id, outcome=status),
+    )
     return exp
 
 

@@ -32,7 +32,7 @@ from django.utils import timezone
 
 from flock import jev as jev_service
 from flock.db import action_atomic
-from flock.events import emit, register_event_names
+from flock.events import emit
 from flock.models import Crow, Flight
 from flock.queries import flightlog_summary
 from flock.vocab import HARNESS, OWNER, MessageKind
@@ -43,8 +43,6 @@ from nests.models import Nest, NestMessage, OrchestrationDecision
 from nests.queries_ledger import decision_record
 from nests.queries_review import chat_delivery_verdicts
 from trust.queries import owner_verdicts
-
-register_event_names("orchestration.decided")
 
 log = logging.getLogger("crows.orchestration")
 
