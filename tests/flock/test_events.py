@@ -18,8 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Functional form: this module's annotations are strings, and TypedDict reads
 # NotRequired only from real ones.
-class Ping(TypedDict):
-    n: NotRequired[int]
+Ping = TypedDict("Ping", {"n": NotRequired[int]})
 
 
 register_event("test.ping", Ping)
