@@ -14,12 +14,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from flock.events import emit, lock_event_log, rfc3339
+from flock.models import Crow
 from flock.vocab import HARNESS, OWNER, MessageKind
 from nests.actions.chat.effects import Say
 from nests.actions.chat.queue import schedule_check
 from nests.actions.chat.room import TEXT_MAX
 from nests.models import ChatRequest, Expectation, Invocation, Nest, NestMessage
 from nests.payloads import ExpectationClosed, ExpectationOpened
+from nests.queries import crow_members
 from nests.queries_ledger import NUDGE_LIMIT, expectation_record
 
 SUMMARY_PREFIX = "Owner summary"
@@ -120,6 +122,21 @@ def reschedule_expectation_checks() -> int:
 
 
 # --- what the harness says about expectations ----------------------------------------------
+
+
+def nudge_refusal(crow: str, nest: Nest) -> str:
+    """Why a nudge to `crow` in `nest` cannot be delivered, or "" when it can: the crow is
+    not active (quarantined, retired, gone), or no longer in the room. Such a nudge is
+    never dropped: its expectation goes to the owner with this reason (docs/CHATROOM.md,
+    "No addressed message dead-ends")."""
+    found = Crow.objects.filter(name=crow).first()
+    if found is None or found.status != Crow.Status.ACTIVE:
+        state = found.status if found is not None else "gone"
+        return f"{crow} is {state} and cannot be nudged"
+    if crow not in crow_members(nest):
+        # Taken out of the room (the admin): a nudge there could not be posted.
+        return f"{crow} is no longer in {nest.nest_id} and cannot be nudged there"
+    return ""
 
 
 def nudge_line(loop_id: str, n: int, deadline: datetime, prompt: str) -> str:
