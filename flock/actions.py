@@ -182,13 +182,8 @@ def hatch_crow(
         emit(
             "crow.hatched",
             CrowHatched(
-                crow=crow.name,
-                epithet=crow.epithet,
-                strength=crow.strength,
-                model=crow.brain_spec,
-                task_types=crow.task_types,
-                trust=0,
-                hatched_by=hatched_by,
+                crow=crow.name, epithet=crow.epithet, strength=crow.strength, model=crow.brain_spec,
+                task_types=crow.task_types, trust=0, hatched_by=hatched_by,
             ),
         )
     return crow
@@ -326,10 +321,7 @@ def update_crow(crow: Crow | str, *, by: str, **fields: Any) -> Crow:
         emit(
             "crow.updated",
             CrowUpdated(
-                crow=row.name,
-                by=by,
-                changes={f: cleaned[f] for f in previous},
-                previous=previous,
+                crow=row.name, by=by, changes={f: cleaned[f] for f in previous}, previous=previous,
                 model=row.brain_spec,
             ),
         )

@@ -100,6 +100,20 @@ class MessageRecord(TypedDict):
     tagged_by: str  # jev | header | disagreement | default
 
 
+class RoomMessage(MessageRecord):
+    """A message as the API returns it (`POST /api/nests/{id}/messages`, a room's recent
+    messages): its record and its room."""
+
+    nest_id: str
+
+
+class PagedMessage(RoomMessage):
+    """A message on `GET /api/nests/{id}/messages`: the record, plus (an extension) a
+    delivery's Markdown rendered and sanitised, "" for any other kind."""
+
+    html: str
+
+
 class NestCreated(TypedDict):
     nest_id: str
     name: str
@@ -152,6 +166,14 @@ class ExpectationClosed(ExpectationOpened):
     outcome: str  # met | missed | escalated
 
 
+class DebateTurn(TypedDict):
+    round: int
+    crow: str
+    stance: str
+    msg_id: str
+    text: str
+
+
 class DebateRecord(TypedDict):
     """A debate as `GET /api/nests/{id}/debates` and `debate.started` carry it."""
 
@@ -168,7 +190,7 @@ class DebateRecord(TypedDict):
     phase: str
     status: str
     cued: str
-    turns: list[dict[str, Any]]
+    turns: list[DebateTurn]
     finals: dict[str, str]
     verdict: str
     winner: str
@@ -186,7 +208,7 @@ class DebateRound(TypedDict):
     rounds: int
     status: str  # open | completed
     speakers: list[str]  # in order
-    turns: list[dict[str, Any]]  # the round's turns, once completed
+    turns: list[DebateTurn]  # the round's turns, once completed
 
 
 class DebateFinished(TypedDict):

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Functional form: this module's annotations are strings, and TypedDict reads
 # NotRequired only from real ones.
-Ping = TypedDict("Ping", {"n": NotRequired[int]})
+Ping = TypedDict("Ping", {"n": NotRequired[int]})  # noqa: UP013  (see above)
 
 
 register_event("test.ping", Ping)

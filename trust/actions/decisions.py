@@ -125,14 +125,8 @@ def _close(decision: Decision, *, outcome: str, answer: str, by: str) -> Decisio
     emit(
         "decision.closed",
         DecisionClosed(
-            decision_id=decision.decision_id,
-            kind=decision.kind,
-            subject=decision.subject,
-            crow=decision.crow,
-            status=decision.status,
-            outcome=outcome,
-            answer=decision.answer,
-            by=by,
+            decision_id=decision.decision_id, kind=decision.kind, subject=decision.subject, crow=decision.crow,
+            status=decision.status, outcome=outcome, answer=decision.answer, by=by,
         ),
         nest_id=decision.nest_id,
     )

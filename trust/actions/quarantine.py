@@ -93,12 +93,8 @@ def quarantine_crow(
         emit(
             "crow.quarantined",
             CrowQuarantined(
-                crow=found.name,
-                breach=breach.kind,
-                score=breach.score,
-                evidence=breach.evidence,
-                msg_id=breach.msg_id,
-                by=by,
+                crow=found.name, breach=breach.kind, score=breach.score, evidence=breach.evidence,
+                msg_id=breach.msg_id, by=by,
             ),
             nest_id=nest_id or breach.nest_id,
         )

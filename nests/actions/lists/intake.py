@@ -120,8 +120,7 @@ def post_list(text: Any, *, requester: Any, nest_id: Any = None) -> TodoList:
                 emit(
                     "list.started",
                     ListStarted(
-                        items=[ListItem(item_id=r.item_id, text=r.text) for r in rows],
-                        requester=requester,
+                        items=[ListItem(item_id=r.item_id, text=r.text) for r in rows], requester=requester,
                         nest_id=nest.nest_id,
                     ),
                     list_id=todo.list_id,

@@ -79,12 +79,8 @@ def retry_item(item_id: str, *, note: Any = None, by: str = "owner") -> Item:
         emit(
             "item.retried",
             ItemRetried(
-                item_id=item.item_id,
-                attempt=item.attempt,
-                note=note,
-                by=by,
-                previous=previous["skip_reason"] or "overruled",
-                reopened=reopened,
+                item_id=item.item_id, attempt=item.attempt, note=note, by=by,
+                previous=previous["skip_reason"] or "overruled", reopened=reopened,
             ),
             list_id=todo.list_id,
         )

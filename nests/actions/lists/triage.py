@@ -180,12 +180,8 @@ def conclude_triage(item: Item, *, reply: BrainReply, jev: dict[str, Any]) -> It
         emit(
             "item.triaged",
             ItemTriaged(
-                item_id=item.item_id,
-                mode=triage.mode,
-                task_type=triage.task_type,
-                subtasks=triage.subtasks,
-                reason=triage.reason,
-                needs_approval=needs_approval,
+                item_id=item.item_id, mode=triage.mode, task_type=triage.task_type, subtasks=triage.subtasks,
+                reason=triage.reason, needs_approval=needs_approval,
             ),
             list_id=list_id,
         )
