@@ -123,7 +123,8 @@ def spec_problem(spec: str) -> str:
     provider = parsed.known
     if provider is None:
         return f"Unknown brain provider {parsed.provider!r} in {spec!r}: use {SPEC_CHOICES}."
-    if provider.needs_model and not parsed.model:
+    # A script's missing path is load_rules' to name ("needs a path"), with its other rules.
+    if provider.needs_model and not parsed.model and provider.wire != WIRE_SCRIPT:
         return f"Brain spec {spec!r} names no model: write {provider.name}:<model>."
     return ""
 
