@@ -1397,7 +1397,7 @@ def test_every_event_on_the_firehose_matches_its_payload_typeddict(plain: LiveSe
     # Whatever this module's tests made the plain server emit (lists, verdicts, nests,
     # messages, expectations, decisions...), each stored event's payload has the fields
     # and value types of its registered TypedDict, nothing more.
-    frames = replay(plain, "?since=0", quiet=2.0)
+    frames = replay(plain, "?since=0&replay=1")  # the backlog, then the response ends
     names = Counter(f.event for f in frames if f.event != "stream.replayed")
     assert {"list.started", "nest.message", "verdict"} <= set(names), names
     for frame in frames:
