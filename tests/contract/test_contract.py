@@ -1396,7 +1396,12 @@ def test_core_first_rotation(trusted: LiveServer) -> None:
 def test_every_event_on_the_firehose_matches_its_payload_typeddict(plain: LiveServer) -> None:
     # Whatever this module's tests made the plain server emit (lists, verdicts, nests,
     # messages, expectations, decisions...), each stored event's payload has the fields
-    # and value types of its registered TypedDict, nothing more.
+    # and value types of its registered TypedDict, nothing more. Its own list (answered)
+    # and message first: pytest-xdist may have run the module's others on another server.
+    list_id = post_list(plain, "Write a haiku about jackdaws", "firehose")
+    check_whole_list(run_list(plain, list_id), list_id)
+    said = plain.post("/api/nests/dm-hugin/messages", {"author": "owner", "text": "Hello, Hugin"})
+    assert said.status_code == 201, said.text
     frames = replay(plain, "?since=0&replay=1")  # the backlog, then the response ends
     names = Counter(f.event for f in frames if f.event != "stream.replayed")
     assert {"list.started", "nest.message", "verdict"} <= set(names), names
