@@ -10,12 +10,12 @@ from typing import Any
 from django.db import transaction
 
 from flock.brains import BrainSpecError, check_brain_spec
+from flock.brains.registry import SPEC_RE, SPEC_WORDS
 from flock.errors import BadInput, Conflict, NotFound
-from flock.events import emit, register_event_names
+from flock.events import emit
 from flock.models import Crow, Flight, JevTag
+from flock.payloads import CrowHatched, CrowRetired, CrowUpdated
 from flock.personas import FLOCK, ROSTER, TASK_TYPES
-
-register_event_names("crow.hatched", "crow.retired", "crow.updated")
 
 
 def seed_flock() -> int:
@@ -117,13 +117,10 @@ def log_jev_tags(answers: list[Any], *, subject: str = "", text: str = "") -> li
 PROMPT_LOG_MAX_CHARS = 20000
 CROW_NAME_RE = re.compile(r"^[A-Z][A-Za-z0-9_-]{0,39}$")
 RESERVED_NAMES = frozenset({"owner", "harness", "flock", "sentry", "elder", "all", "everyone"})
-# `mock` alone, every other provider with its model: a bare `openai` names no brain.
-# "@" for Vertex-style model versions ("anthropic:claude-sonnet-4@20250514").
-MODEL_SPEC_RE = re.compile(r"^(?:mock(?::[\w.:/@-]{1,100})?|(?:openai|anthropic|script):[\w.:/@-]{1,100})$")
-MODEL_SPEC_WORDS = (
-    "mock, openai:<model>, anthropic:<model> or script:<path>, the part after the colon 1–100 letters, "
-    "digits or . _ : / @ -"
-)
+# The provider registry's spec shape: `mock` alone, every other provider with its model
+# (a bare `openai` names no brain).
+MODEL_SPEC_RE = SPEC_RE
+MODEL_SPEC_WORDS = SPEC_WORDS
 STRENGTH_MAX = 200
 # Roles that keep the flock running; Boss may not retire them.
 KEPT_ROLES = (Crow.Role.ASSISTANT, Crow.Role.CHIEF_OF_STAFF, Crow.Role.SENTRY, Crow.Role.ELDER)
@@ -182,15 +179,10 @@ def hatch_crow(
         )
         emit(
             "crow.hatched",
-            {
-                "crow": crow.name,
-                "epithet": crow.epithet,
-                "strength": crow.strength,
-                "model": crow.brain_spec,
-                "task_types": crow.task_types,
-                "trust": 0,
-                "hatched_by": hatched_by,
-            },
+            CrowHatched(
+                crow=crow.name, epithet=crow.epithet, strength=crow.strength, model=crow.brain_spec,
+                task_types=crow.task_types, trust=0, hatched_by=hatched_by,
+            ),
         )
     return crow
 
@@ -251,7 +243,7 @@ def retire_crow(name: str, *, retired_by: str, reason: str = "") -> Crow:
             raise BadInput(f"{crow.name} holds the {crow.role} role and cannot be retired")
         crow.status = Crow.Status.RETIRED
         crow.save(update_fields=["status"])
-        emit("crow.retired", {"crow": crow.name, "retired_by": retired_by, "reason": reason[:300]})
+        emit("crow.retired", CrowRetired(crow=crow.name, retired_by=retired_by, reason=reason[:300]))
         crow_grounded(crow.name, "was retired")
     return crow
 
@@ -322,13 +314,10 @@ def update_crow(crow: Crow | str, *, by: str, **fields: Any) -> Crow:
         row.save(update_fields=list(previous))
         emit(
             "crow.updated",
-            {
-                "crow": row.name,
-                "by": by,
-                "changes": {f: cleaned[f] for f in previous},
-                "previous": previous,
-                "model": row.brain_spec,
-            },
+            CrowUpdated(
+                crow=row.name, by=by, changes={f: cleaned[f] for f in previous}, previous=previous,
+                model=row.brain_spec,
+            ),
         )
         for hook in _crow_updated_hooks:
             hook(row, previous=previous, by=by)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, is_typeddict
 
 from django.db import connection, transaction
 from django.db.models import Max
@@ -23,8 +23,29 @@ from django.db.models import Max
 from flock.db import queued_on_commit
 from flock.models import Event
 
-# Every SSE event name this build can emit; /api/state lists them as capabilities.
-# Apps add theirs at import time with `register_event_names`.
+
+@dataclass(frozen=True)
+class EventType:
+    """One event this build can emit: its name and its payload's shape, a TypedDict of
+    what the emitting action passes to `emit` (the stream adds `ts`, and `list_id` or
+    `nest_id` when the event is on that stream). The TypedDict is the one source of the
+    payload's fields: the emit sites build it (so mypy checks them), `emit` refuses a
+    payload of another shape, and the contract tests read its keys."""
+
+    name: str
+    payload: type
+    required: frozenset[str]
+    optional: frozenset[str]
+
+
+# What `emit` adds to every payload: the stream's key, when the event is on a list's or a
+# nest's stream, and the time. A payload may name a room in `nest_id` itself (a firehose
+# event about a room), so these are allowed beside any payload's own fields.
+ENVELOPE_FIELDS = frozenset({"list_id", "nest_id", "ts"})
+
+# Every event this build can emit, by name; /api/state lists the names as capabilities.
+# Each app registers its own in its `payloads` module, beside the TypedDicts.
+EVENT_TYPES: dict[str, EventType] = {}
 EVENT_NAMES: list[str] = []
 
 # Advisory lock keys (int8) of the id floors in-flight writers hold: FLOOR_KEY_BASE + id.
@@ -33,10 +54,40 @@ FLOOR_KEY_BASE = 1 << 48
 _SEQUENCES: dict[str, str] = {}
 
 
-def register_event_names(*names: str) -> None:
-    for name in names:
-        if name not in EVENT_NAMES:
-            EVENT_NAMES.append(name)
+def register_event(name: str, payload: type) -> str:
+    """Register event `name` with its payload's TypedDict; returns the name. Registering
+    the same name again with another shape is a bug, and says so."""
+    if not is_typeddict(payload):
+        raise TypeError(f"event {name!r}: its payload must be a TypedDict, not {payload!r}")
+    known = EVENT_TYPES.get(name)
+    if known is not None and known.payload is not payload:
+        raise ValueError(f"event {name!r} is already registered with {known.payload.__qualname__}")
+    EVENT_TYPES[name] = EventType(
+        name=name,
+        payload=payload,
+        required=frozenset(payload.__required_keys__),  # type: ignore[attr-defined]
+        optional=frozenset(payload.__optional_keys__),  # type: ignore[attr-defined]
+    )
+    if name not in EVENT_NAMES:
+        EVENT_NAMES.append(name)
+    return name
+
+
+def payload_problem(name: str, payload: Mapping[str, Any]) -> str:
+    """What is wrong with `payload` as event `name`'s payload, or "": a required field
+    missing, or a field its TypedDict does not declare (besides the envelope's)."""
+    event = EVENT_TYPES.get(name)
+    if event is None:
+        return f"unknown event name {name!r}: register it with register_event"
+    keys = payload.keys()
+    missing = event.required - keys
+    unknown = keys - event.required - event.optional - ENVELOPE_FIELDS
+    if missing or unknown:
+        return (
+            f"event {name!r} payload does not match {event.payload.__qualname__}: "
+            f"missing {sorted(missing)}, undeclared {sorted(unknown)}"
+        )
+    return ""
 
 
 def lock_event_log() -> None:
@@ -270,8 +321,12 @@ def _write(events: list[Event], bodies: list[dict[str, Any]]) -> None:
         _publish_on_commit(published)
 
 
-def emit(name: str, payload: dict[str, Any], *, list_id: str = "", nest_id: str = "") -> Event:
+def emit(name: str, payload: Mapping[str, Any], *, list_id: str = "", nest_id: str = "") -> Event:
     """Append one event inside the caller's transaction and publish it once that commits.
+
+    `payload` is the event's TypedDict (registered with its name by `register_event`),
+    built at the call site so mypy checks its fields; a payload of another shape is a
+    ValueError here, before anything is written.
 
     `list_id` puts the event on that list's stream (and into its payload, as docs/API.md
     says every list event carries it); `nest_id` likewise for a nest's stream. In a
@@ -279,8 +334,9 @@ def emit(name: str, payload: dict[str, Any], *, list_id: str = "", nest_id: str 
     """
     if not in_action_transaction():
         raise RuntimeError("emit() must run inside an action's transaction.atomic block")
-    if name not in EVENT_NAMES:
-        raise ValueError(f"unknown event name {name!r}: register it with register_event_names")
+    problem = payload_problem(name, payload)
+    if problem:
+        raise ValueError(problem)
     now = datetime.now(UTC)
     body: dict[str, Any] = {}
     if list_id:

@@ -28,6 +28,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError, PydanticUndefined, ValidationError
 
 from flock.actions import EDITABLE_TEXT
+from flock.brains.registry import SPEC_PATTERN
 from flock.personas import TASK_TYPES
 
 # The error type whose message reaches the client as it is (crows_site/api.py).
@@ -190,11 +191,11 @@ def errors(*statuses: int, write: bool = False) -> dict[int, type[Schema]]:
     return {code: (RateLimitedOut if code == 429 else ErrorOut) for code in sorted(codes)}
 
 
-# flock.actions.MODEL_SPEC_RE as the document states it: `mock` alone, every other provider
-# with its model (`openai:<model>`, `script:<path>`). A spec valid by the document is never
-# refused for its shape; only a script file that is missing or broken is (docs/API.md,
-# "Rules no schema states"). tests/api/test_api_bounds.py holds the two to agreeing.
-MODEL_SPEC = r"mock(?::[\w.:/@-]{1,100})?|(?:openai|anthropic|script):[\w.:/@-]{1,100}"
+# The provider registry's spec shape, which flock.actions.MODEL_SPEC_RE checks, as the
+# document states it: `mock` alone, every other provider with its model (`openai:<model>`,
+# `script:<path>`). A spec valid by the document is never refused for its shape; only a
+# script file that is missing or broken is (docs/API.md, "Rules no schema states").
+MODEL_SPEC = SPEC_PATTERN
 
 
 def model_spec_pattern(*, blank: bool) -> str:

@@ -198,7 +198,7 @@ def budget_view(budget: NestBudget) -> dict[str, Any]:
 # --- the log ---------------------------------------------------------------------------
 
 
-def message_record(message: NestMessage) -> dict[str, str]:
+def message_record(message: NestMessage) -> dict[str, Any]:
     return {"nest_id": message.nest.nest_id, **message.record()}
 
 

@@ -22,6 +22,7 @@ from nests.models import (
     NestMessage,
     OrchestrationDecision,
 )
+from nests.payloads import DebateRecord, ExpectationRecord, OrchestrationRecord
 from nests.queries import request_for
 from nests.queries_memory import remember
 
@@ -44,7 +45,7 @@ FINAL_FORMAT = "Final position: <your stance> — <one line why>"
 VERDICT_FORMAT = "Verdict: <crow> — <why>"
 
 
-def expectations_in(nest: Nest, *, status: str | None = None) -> list[dict[str, Any]]:
+def expectations_in(nest: Nest, *, status: str | None = None) -> list[ExpectationRecord]:
     """The room's expectations, oldest first (the newest 200), optionally one status."""
     rows = Expectation.objects.filter(nest=nest).select_related("message", "request__message", "debate")
     if status is not None:
@@ -55,7 +56,7 @@ def expectations_in(nest: Nest, *, status: str | None = None) -> list[dict[str, 
     return [expectation_record(e) for e in reversed(newest)]
 
 
-def debates_in(nest: Nest) -> list[dict[str, Any]]:
+def debates_in(nest: Nest) -> list[DebateRecord]:
     """The room's debates, oldest first (the newest 50)."""
     newest = list(Debate.objects.filter(nest=nest).select_related("nest").order_by("-id")[:50])
     return [debate_record(d) for d in reversed(newest)]
@@ -80,7 +81,7 @@ def memory_of(name: str, *, query: str = "", limit: str | None = None) -> dict[s
 
 def orchestration_log(
     *, crow: str | None = None, decider: str | None = None, kind: str | None = None, limit: str | None = None
-) -> list[dict[str, Any]]:
+) -> list[OrchestrationRecord]:
     """Orchestration decisions, oldest first (the newest `limit`, default 200), filtered by
     the crow picked (or whose model was picked), the decider, or the kind."""
     rows = OrchestrationDecision.objects.all()
@@ -103,7 +104,7 @@ def orchestration_log(
 # --- records --------------------------------------------------------------------------
 
 
-def expectation_record(exp: Expectation) -> dict[str, Any]:
+def expectation_record(exp: Expectation) -> ExpectationRecord:
     """An expectation as the API and the events carry it (docs/GOVERNANCE.md)."""
     return {
         "expectation_id": exp.expectation_id,
@@ -130,7 +131,7 @@ def expectation_record(exp: Expectation) -> dict[str, Any]:
     }
 
 
-def debate_record(debate: Debate) -> dict[str, Any]:
+def debate_record(debate: Debate) -> DebateRecord:
     return {
         "debate_id": debate.debate_id,
         "nest_id": debate.nest.nest_id,
@@ -157,7 +158,7 @@ def debate_record(debate: Debate) -> dict[str, Any]:
     }
 
 
-def decision_record(d: OrchestrationDecision) -> dict[str, Any]:
+def decision_record(d: OrchestrationDecision) -> OrchestrationRecord:
     return {
         "decision_id": d.decision_id,
         "kind": d.kind,

@@ -12,6 +12,7 @@ from flock.schemas import ID_MAX, NO_NUL_PATTERN, TEXT_PATTERN, StrictIn, WholeN
 from nests.actions.chat.budgets import TOP_UP_EXCHANGES_MAX, TOP_UP_TOKENS_MAX
 from nests.actions.messages import CROW_KINDS, TEXT_MAX
 from nests.actions.rooms import MAX_CORE, MIN_CORE, NAME_MAX, NAME_PATTERN
+from nests.payloads import PagedMessage, RoomMessage
 from nests.queries import PAGE_BEFORE_PATTERN, PAGE_MAX
 
 # The messages page's query: read as text and judged by queries.parse_page, which names
@@ -112,22 +113,11 @@ class MessageIn(StrictIn):
     )
 
 
-class MessageOut(Schema):
-    nest_id: str
-    msg_id: str
-    kind: str
-    author: str
-    text: str
-    to: str
-    refers_to: str
-    tagged_by: str
+# The record's TypedDict (its events' payload) is the schema: one statement of its fields.
+MessageOut = RoomMessage
 
 
-class PagedMessageOut(MessageOut):
-    """A message on GET /api/nests/{nest_id}/messages: the record, plus (an extension,
-    docs/API.md) a delivery's Markdown rendered and sanitised, "" for any other kind."""
-
-    html: str = ""
+PagedMessageOut = PagedMessage
 
 
 class MessagesPageOut(Schema):

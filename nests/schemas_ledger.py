@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from ninja import Schema
 from pydantic import Field, StringConstraints, WithJsonSchema
 
 from flock.schemas import NUL_FREE, QUERY_TEXT_MAX, says
+from nests.payloads import DebateRecord, DebateTurn, ExpectationRecord, OrchestrationRecord
 
 # Query parameters, documented as the queries judge them (they give the precise 400). A
 # limit must be ASCII digits before a query reads it: `²` passes str.isdigit but not int().
@@ -33,28 +34,8 @@ MemoryQuery = Annotated[
 ]
 
 
-class ExpectationOut(Schema):
-    expectation_id: str
-    msg_id: str
-    crow: str
-    check: str
-    expected: str
-    request_msg_id: str
-    debate_id: str
-    status: str
-    due_at: str
-    due_from: str
-    nudges: int
-    nudge_limit: int
-    nudge_msg_ids: list[str]
-    scored: str
-    confidence: float
-    jev: dict[str, Any]
-    outcome_msg_id: str
-    summary_msg_id: str
-    reason: str
-    opened_at: str
-    closed_at: str | None
+# The record's TypedDict (its events' payload) is the schema: one statement of its fields.
+ExpectationOut = ExpectationRecord
 
 
 class ExpectationsOut(Schema):
@@ -62,37 +43,11 @@ class ExpectationsOut(Schema):
     expectations: list[ExpectationOut]
 
 
-class DebateTurnOut(Schema):
-    round: int
-    crow: str
-    stance: str
-    msg_id: str
-    text: str
+DebateTurnOut = DebateTurn
 
 
-class DebateOut(Schema):
-    debate_id: str
-    nest_id: str
-    question: str
-    moderator: str
-    crows: list[str]
-    stances: dict[str, str]
-    judge: str
-    rounds: int
-    turn_order: bool
-    round: int
-    phase: str
-    status: str
-    cued: str
-    turns: list[DebateTurnOut]
-    finals: dict[str, str]
-    verdict: str
-    winner: str
-    asked_msg_id: str
-    kickoff_msg_id: str
-    verdict_msg_id: str
-    started_at: str
-    finished_at: str | None
+# The record's TypedDict (its events' payload) is the schema: one statement of its fields.
+DebateOut = DebateRecord
 
 
 class DebatesOut(Schema):
@@ -119,23 +74,8 @@ class MemoryOut(Schema):
     items: list[MemoryItemOut]
 
 
-class OrchestrationDecisionOut(Schema):
-    decision_id: str
-    kind: str
-    decider: str
-    crow: str
-    model: str
-    task: str
-    task_type: str
-    score: float
-    band: str
-    low_score: float
-    factors: dict[str, Any]
-    alternatives: dict[str, Any]
-    nest_id: str
-    msg_id: str
-    nudge_msg_id: str
-    created_at: str
+# The record's TypedDict (its events' payload) is the schema: one statement of its fields.
+OrchestrationDecisionOut = OrchestrationRecord
 
 
 class OrchestrationOut(Schema):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from django.http import HttpRequest
 from ninja import Router, Status
@@ -13,6 +13,7 @@ from flock.errors import BadInput, NotFound
 from flock.schemas import CrowOut, IdParam, errors
 from flock.vocab import OWNER
 from trust import actions, queries
+from trust.payloads import DecisionRecord
 from trust.schemas import DecisionAnswerIn, DecisionOut, ReinstateIn, TrustLedgerOut, VerdictIn
 
 router = Router(tags=["trust"])
@@ -40,12 +41,12 @@ def post_verdict(request: HttpRequest, payload: VerdictIn) -> Status[None]:
 
 
 @router.get("/decisions", response={200: list[DecisionOut], **errors()})
-def list_decisions(request: HttpRequest, status: Literal["open", "closed"] | None = None) -> list[dict[str, Any]]:
+def list_decisions(request: HttpRequest, status: Literal["open", "closed"] | None = None) -> list[DecisionRecord]:
     return queries.decisions(status)
 
 
 @router.get("/decisions/{decision_id}", response={200: DecisionOut, **errors(404)})
-def get_decision(request: HttpRequest, decision_id: IdParam) -> dict[str, Any]:
+def get_decision(request: HttpRequest, decision_id: IdParam) -> DecisionRecord:
     decision = queries.decision_named(decision_id)
     if decision is None:
         raise NotFound(f"no decision {decision_id!r}")
@@ -53,7 +54,7 @@ def get_decision(request: HttpRequest, decision_id: IdParam) -> dict[str, Any]:
 
 
 @router.post("/decisions/{decision_id}", response={200: DecisionOut, **errors(404, 409, write=True)})
-def answer_decision(request: HttpRequest, decision_id: IdParam, payload: DecisionAnswerIn) -> dict[str, Any]:
+def answer_decision(request: HttpRequest, decision_id: IdParam, payload: DecisionAnswerIn) -> DecisionRecord:
     decision = actions.answer_decision(decision_id, answer=payload.answer, by=OWNER)
     return queries.decision_record(decision)
 

@@ -10,6 +10,7 @@ from django.db.models import Count, Max, Q
 from flock.events import rfc3339
 from flock.personas import TASK_TYPES
 from trust.models import LEVEL_NAMES, STRANGER, TRUSTED, Approval, Breach, Decision, TrustEntry, Verdict
+from trust.payloads import DecisionRecord
 
 FLOCK_HOLDER = "flock"
 
@@ -127,7 +128,7 @@ def owner_verdicts(target: str = "output") -> dict[str, bool]:
 # --- governance: decisions and the breach log -------------------------------------------
 
 
-def decision_record(decision: Decision) -> dict[str, Any]:
+def decision_record(decision: Decision) -> DecisionRecord:
     """A decision as the API and `decision.opened` carry it (docs/GOVERNANCE.md)."""
     breach = decision.breach
     return {
@@ -155,7 +156,7 @@ def decision_record(decision: Decision) -> dict[str, Any]:
     }
 
 
-def decisions(status: str | None = None, *, limit: int = 200) -> list[dict[str, Any]]:
+def decisions(status: str | None = None, *, limit: int = 200) -> list[DecisionRecord]:
     """Decisions, newest first; `status` open or closed narrows them."""
     rows = Decision.objects.select_related("breach").order_by("-id")
     if status:
@@ -163,7 +164,7 @@ def decisions(status: str | None = None, *, limit: int = 200) -> list[dict[str, 
     return [decision_record(d) for d in rows[:limit]]
 
 
-def open_decisions() -> list[dict[str, Any]]:
+def open_decisions() -> list[DecisionRecord]:
     """Open decisions, oldest deadline first (GET /api/state)."""
     rows = Decision.objects.select_related("breach").filter(status=Decision.Status.OPEN).order_by("deadline", "id")
     return [decision_record(d) for d in rows]

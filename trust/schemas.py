@@ -10,6 +10,7 @@ from pydantic_core import PydanticCustomError
 
 from flock.schemas import API_ERROR, ID_MAX, NO_NUL_PATTERN, TEXT_PATTERN, StrictIn, rule, says
 from trust.actions.verdicts import EDITED_TEXT_MAX_CHARS, REASON_MAX_CHARS
+from trust.payloads import BreachSummary, DecisionRecord
 
 # The answer must be there unless the owner overrules (then it is a no by definition): a
 # missing `approve` is refused, never read as a no.
@@ -120,34 +121,11 @@ class DecisionAnswerIn(StrictIn):
     )
 
 
-class BreachOut(Schema):
-    kind: str
-    score: float
-    msg_id: str
+BreachOut = BreachSummary
 
 
-class DecisionOut(Schema):
-    decision_id: str
-    kind: str
-    subject: str
-    crow: str
-    question: str
-    phrase: str
-    options: list[str]
-    recommendation: str
-    recommended: str
-    evidence: str
-    breach: BreachOut | None
-    nest_id: str
-    msg_id: str
-    refers_to: str
-    opened_at: str
-    deadline: str
-    status: str
-    outcome: str
-    answer: str
-    answered_by: str
-    closed_at: str | None
+# The record's TypedDict (its events' payload) is the schema: one statement of its fields.
+DecisionOut = DecisionRecord
 
 
 class ReinstateIn(StrictIn):

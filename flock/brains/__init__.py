@@ -24,6 +24,14 @@ from flock.brains.header import (
 from flock.brains.mock import MockBrain
 from flock.brains.prompts import estimate_tokens, prompt_text, prompt_tokens, system_prompt
 from flock.brains.providers import AnthropicBrain, OpenAIBrain, warm_up
+from flock.brains.registry import (
+    WIRE_ANTHROPIC_MESSAGES,
+    WIRE_MOCK,
+    WIRE_OPENAI_CHAT,
+    WIRE_SCRIPT,
+    parse_spec,
+    spec_problem,
+)
 from flock.brains.script import ScriptBrain, ScriptError, load_rules
 from flock.brains.types import Brain, BrainReply, BrainRequest, BrainSpecError, Persona
 
@@ -50,7 +58,8 @@ __all__ = [
     "system_prompt",
 ]
 
-PROVIDERS = ("mock", "openai", "anthropic", "script")
+# The brain for each wire format a provider in the registry speaks.
+SDK_BRAINS = {WIRE_OPENAI_CHAT: OpenAIBrain, WIRE_ANTHROPIC_MESSAGES: AnthropicBrain}
 
 
 class ErrorBrain:
@@ -77,7 +86,8 @@ def get_brain(model_spec: str = "") -> Brain:
     """
     spec = (model_spec or "").strip() or default_brain_spec()
     key = spec
-    if _parse(spec)[0] == "script":
+    known = parse_spec(spec).known
+    if known is not None and known.wire == WIRE_SCRIPT:
         # Whether a script may be read depends on settings (docs/SECURITY.md): a brain
         # built under one CROWS_BRAIN or CROWS_SCRIPT_DIR is not reused under another.
         key = f"{spec}\0{_is_operators(spec)}\0{setting('CROWS_SCRIPT_DIR')}"
@@ -95,43 +105,24 @@ def _is_operators(spec: str) -> bool:
     return spec.strip() == default_brain_spec()
 
 
-def _parse(spec: str) -> tuple[str, str]:
-    provider, _, model = spec.partition(":")
-    return provider.strip().lower(), model.strip()
-
-
-def _spec_problem(spec: str) -> str:
-    """What is wrong with a spec's shape, or "": an unknown provider, or an SDK provider
-    without its model. (A script's file is judged by load_rules.)"""
-    provider, model = _parse(spec)
-    if provider not in PROVIDERS:
-        return (
-            f"Unknown brain provider {provider!r} in {spec!r}: use mock, openai:<model>, "
-            "anthropic:<model> or script:<path>."
-        )
-    if provider in ("openai", "anthropic") and not model:
-        return f"Brain spec {spec!r} names no model: write {provider}:<model>."
-    return ""
-
-
 def _build(spec: str) -> Brain:
-    provider, model = _parse(spec)
-    if provider == "mock":
-        return MockBrain(model=model or "mock")
-    if provider == "script":
+    parsed = parse_spec(spec)
+    provider, model = parsed.provider, parsed.model
+    known = parsed.known
+    if known is not None and known.wire == WIRE_MOCK:
+        return MockBrain(model=model or known.default_model)
+    if known is not None and known.wire == WIRE_SCRIPT:
         try:
             return ScriptBrain(model, load_rules(model, operator=_is_operators(spec)))
         except ScriptError as exc:
-            return ErrorBrain("script", model, str(exc))
-    problem = _spec_problem(spec)
+            return ErrorBrain(provider, model, str(exc))
+    problem = spec_problem(spec)
+    if known is None:
+        return ErrorBrain(provider or "unknown", model or spec, problem)
     if problem:
-        if provider not in PROVIDERS:
-            return ErrorBrain(provider or "unknown", model or spec, problem)
         return ErrorBrain(provider, model, problem)
     warm_up(provider)
-    if provider == "openai":
-        return OpenAIBrain(model)
-    return AnthropicBrain(model)
+    return SDK_BRAINS[known.wire](model, provider=known.name)
 
 
 def check_brain_spec(spec: str) -> None:
@@ -141,20 +132,20 @@ def check_brain_spec(spec: str) -> None:
     start-up for CROWS_BRAIN, so a typo stops the server with a message naming it instead
     of failing every crow's call (docs/BRAINS.md)."""
     spec = (spec or "").strip() or "mock"
-    problem = _spec_problem(spec)
+    problem = spec_problem(spec)
     if problem:
         raise BrainSpecError(problem)
-    provider, model = _parse(spec)
-    if provider == "script":
-        load_rules(model, operator=_is_operators(spec))  # its ScriptError is a BrainSpecError
+    parsed = parse_spec(spec)
+    if parsed.known is not None and parsed.known.wire == WIRE_SCRIPT:
+        load_rules(parsed.model, operator=_is_operators(spec))  # its ScriptError is a BrainSpecError
 
 
 def missing_key(spec: str) -> str:
     """Where to set the key a real provider's `spec` needs when none is set anywhere, or "":
     not fatal at start-up (a key may come later, crows may use other models), but every
     call of that brain fails until it is."""
-    provider, _ = _parse((spec or "").strip() or "mock")
-    if provider not in ("openai", "anthropic"):
+    known = parse_spec((spec or "").strip() or "mock").known
+    if known is None or not known.remote:
         return ""
-    config = provider_config(provider)
+    config = provider_config(known.name)
     return "" if config.api_key else config.key_sources

@@ -14,6 +14,8 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from flock.brains.registry import PROVIDERS
+
 DEFAULTS: dict[str, Any] = {
     "CROWS_BRAIN": "mock",
     "CROWS_MOCK_LATENCY_MS": 0.0,
@@ -32,9 +34,9 @@ DEFAULTS: dict[str, Any] = {
 def setting(name: str) -> Any:
     """``settings.<name>``, or its default when unset or when Django is not configured."""
     try:
-        return getattr(settings, name, DEFAULTS[name])
+        return getattr(settings, name, DEFAULTS.get(name, ""))
     except ImproperlyConfigured:
-        return DEFAULTS[name]
+        return DEFAULTS.get(name, "")
 
 
 def _float(name: str, *, minimum: float) -> float:
@@ -77,16 +79,16 @@ class ProviderConfig:
 
 
 def provider_config(provider: str) -> ProviderConfig:
-    """Settings for ``openai`` or ``anthropic``; the key falls back to the SDK's env variable."""
-    prefix = f"CROWS_{provider.upper()}"
-    env_key = f"{provider.upper()}_API_KEY"
-    own_key = str(setting(f"{prefix}_API_KEY") or "").strip()
-    api_key = own_key or os.environ.get(env_key, "").strip()
+    """Settings for a remote provider of the registry (``openai``, ``anthropic``): its key
+    setting, falling back to the SDK's env variable, and its base-URL setting."""
+    known = PROVIDERS[provider]
+    own_key = str(setting(known.key_setting) or "").strip()
+    api_key = own_key or os.environ.get(known.env_key, "").strip()
     return ProviderConfig(
-        base_url=str(setting(f"{prefix}_BASE_URL") or "").strip(),
+        base_url=str(setting(known.base_url_setting) or "").strip(),
         api_key=api_key,
-        key_sources=f"{prefix}_API_KEY or {env_key}",
-        key_source=(f"{prefix}_API_KEY" if own_key else env_key) if api_key else "",
+        key_sources=f"{known.key_setting} or {known.env_key}",
+        key_source=(known.key_setting if own_key else known.env_key) if api_key else "",
         timeout_s=_float("CROWS_BRAIN_TIMEOUT_S", minimum=0.01),
         retries=_int("CROWS_BRAIN_RETRIES", minimum=0),
     )

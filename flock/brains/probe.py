@@ -21,6 +21,7 @@ from typing import Any
 from flock.brains import get_brain
 from flock.brains.config import brain_test_timeout_s, default_brain_spec, provider_config
 from flock.brains.providers import OUT_OF_TOKENS
+from flock.brains.registry import WIRE_MOCK, parse_spec
 from flock.brains.types import BrainReply, BrainRequest, Persona
 
 PROBE_MAX_TOKENS = 16
@@ -30,7 +31,8 @@ _PROBE_PERSONA = Persona(
 
 
 def is_mock(spec: str) -> bool:
-    return (spec or "").strip().lower().split(":", 1)[0] == "mock"
+    known = parse_spec(spec).known
+    return known is not None and known.wire == WIRE_MOCK
 
 
 def why_no_model(spec: str) -> str:
@@ -39,15 +41,15 @@ def why_no_model(spec: str) -> str:
     a key or a base URL (a local server) from the environment. A script brain answers from
     its file and counts as able. The banner and /settings say this; docs/REVIEW.md."""
     spec = (spec or "").strip() or default_brain_spec()
-    provider = spec.lower().split(":", 1)[0]
-    if provider == "mock":
+    known = parse_spec(spec).known
+    if known is not None and known.wire == WIRE_MOCK:
         return "the offline mock: no model is called"
-    if provider in ("openai", "anthropic"):
-        config = provider_config(provider)
+    if known is not None and known.remote:
+        config = provider_config(known.name)
         if not config.api_key and not config.base_url:
             return (
-                f"no {'OpenAI' if provider == 'openai' else 'Anthropic'} key: set {config.key_sources} "
-                f"(or CROWS_{provider.upper()}_BASE_URL for a local server) and restart"
+                f"no {known.label} key: set {config.key_sources} "
+                f"(or {known.base_url_setting} for a local server) and restart"
             )
     return ""
 

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 from flock.brains.config import ProviderConfig, provider_config
 from flock.brains.prompts import conversation, estimate_tokens, system_prompt
+from flock.brains.registry import PROVIDERS
 from flock.brains.types import BrainReply, BrainRequest
 
 log = logging.getLogger("crows.brains")
@@ -66,14 +67,18 @@ class BrainFailure(Exception):
 
 
 class _ProviderBrain:
+    """A brain speaking one wire format; `provider` names the registry's entry it calls
+    (its key, base URL and host come from there), the format's own by default."""
+
     provider = ""
-    default_host = ""
     key_hint = ""
     # What a 404 most often means with a custom base URL (the fix, in the owner's words).
     endpoint_hint = ""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, *, provider: str = "") -> None:
         self.model = model
+        if provider:
+            self.provider = provider
 
     # Subclasses: build the SDK client, and make one call returning (text, tokens_in, tokens_out).
     def _new_client(self, cfg: ProviderConfig) -> Any:
@@ -233,8 +238,8 @@ class _ProviderBrain:
 
     def _where(self, cfg: ProviderConfig) -> str:
         # With no base URL set, the SDK falls back to its own environment variable, then its host.
-        base = cfg.base_url or os.environ.get(f"{self.provider.upper()}_BASE_URL", "")
-        host = (urlsplit(base).netloc or base) if base else self.default_host
+        base = cfg.base_url or os.environ.get(PROVIDERS[self.provider].env_base_url, "")
+        host = (urlsplit(base).netloc or base) if base else PROVIDERS[self.provider].default_host
         return f"{self.provider} brain ({self.model} at {host})"
 
     def _fail(self, started: float, error: str) -> BrainReply:
@@ -345,7 +350,6 @@ def _usage_int(usage: Any, name: str) -> int | None:
 
 class OpenAIBrain(_ProviderBrain):
     provider = "openai"
-    default_host = "api.openai.com"
     key_hint = "a local server such as Ollama accepts any non-empty key"
     endpoint_hint = "that CROWS_OPENAI_BASE_URL is the API's root, usually ending in /v1 (Ollama: http://localhost:11434/v1)"
 
@@ -367,7 +371,7 @@ class OpenAIBrain(_ProviderBrain):
     ) -> tuple[str, int | None, int | None]:
         # OpenAI's own API wants max_completion_tokens (its reasoning models reject
         # max_tokens); compatible servers (Ollama, llama.cpp, OpenRouter) know max_tokens.
-        base = cfg.base_url or os.environ.get("OPENAI_BASE_URL", "")
+        base = cfg.base_url or os.environ.get(PROVIDERS[self.provider].env_base_url, "")
         cap = "max_completion_tokens" if not base or "api.openai.com" in base else "max_tokens"
         response = client.chat.completions.create(
             model=self.model,
@@ -400,7 +404,6 @@ class OpenAIBrain(_ProviderBrain):
 
 class AnthropicBrain(_ProviderBrain):
     provider = "anthropic"
-    default_host = "api.anthropic.com"
     key_hint = "a gateway that needs none still wants a non-empty value"
     endpoint_hint = "that CROWS_ANTHROPIC_BASE_URL is the API's root, without /v1 (the SDK adds /v1/messages)"
 
@@ -463,13 +466,14 @@ def warm_up(provider: str) -> None:
     The SDKs take one to a few seconds to import on a cold disk; ``get_brain`` calls this
     when it first builds a real brain, long before that brain usually flies.
     """
-    if provider in _warmed or provider not in ("openai", "anthropic"):
+    known = PROVIDERS.get(provider)
+    if provider in _warmed or known is None or not known.remote:
         return
     _warmed.add(provider)
 
     def load() -> None:
         try:
-            importlib.import_module(provider)
+            importlib.import_module(known.sdk)
         except Exception:
             log.debug("could not import the %s SDK ahead of time", provider, exc_info=True)
 

@@ -22,11 +22,9 @@ from django.db import close_old_connections, transaction
 from django.db.models import Max, QuerySet
 from django.utils import timezone
 
-from flock.events import newest_id_handed_out, register_event_names, rfc3339
+from flock.events import newest_id_handed_out, rfc3339
 from flock.models import Event, PrunedStream
-
-STREAM_RESET = "stream.reset"
-register_event_names(STREAM_RESET)
+from flock.payloads import STREAM_RESET, StreamReset
 
 
 def stream_key(column: str, key: str) -> str:
@@ -34,14 +32,14 @@ def stream_key(column: str, key: str) -> str:
     return "*" if not column else f"{column.split('_')[0]}:{key}"
 
 
-def reset_frame(column: str, key: str, *, reason: str, continue_from: int, **facts: int) -> bytes:
-    """A `stream.reset` frame: the stream's list_id or nest_id, `reason`, its facts and
+def reset_frame(column: str, key: str, reset: StreamReset, *, continue_from: int) -> bytes:
+    """A `stream.reset` frame: the stream's list_id or nest_id, the reset's facts and
     `ts`, with an `id:` line, as every SSE message has (EVENTS.md): `continue_from`, the
     cursor the client goes on from (the pruned mark, or the log's newest id)."""
     payload: dict[str, object] = {}
     if column:
         payload["list_id" if column == "list_key" else "nest_id"] = key
-    payload.update({"reason": reason, **facts, "ts": rfc3339(timezone.now())})
+    payload.update({**reset, "ts": rfc3339(timezone.now())})
     data = json.dumps(payload, separators=(",", ":"))
     return f"id: {continue_from}\nevent: {STREAM_RESET}\ndata: {data}\n\n".encode()
 
@@ -57,7 +55,8 @@ def stale_cursor_frame(column: str, key: str, cursor: int) -> bytes | None:
         close_old_connections()
     if through is None or cursor >= through:
         return None
-    return reset_frame(column, key, reason="retention", continue_from=through, cursor=cursor, pruned_through=through)
+    reset = StreamReset(reason="retention", cursor=cursor, pruned_through=through)
+    return reset_frame(column, key, reset, continue_from=through)
 
 
 def ahead_cursor_frame(column: str, key: str, cursor: int) -> tuple[bytes | None, int]:
@@ -71,7 +70,8 @@ def ahead_cursor_frame(column: str, key: str, cursor: int) -> tuple[bytes | None
         close_old_connections()
     if cursor <= newest:
         return None, cursor
-    return reset_frame(column, key, reason="ahead", continue_from=newest, cursor=cursor, newest_id=newest), newest
+    reset = StreamReset(reason="ahead", cursor=cursor, newest_id=newest)
+    return reset_frame(column, key, reset, continue_from=newest), newest
 
 
 def prune_marks(doomed: QuerySet[Event]) -> dict[str, int]:

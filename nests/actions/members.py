@@ -10,12 +10,11 @@ from django.db import transaction
 
 from flock import queries as flock_queries
 from flock.errors import BadInput, Conflict, NotFound
-from flock.events import emit, register_event_names
+from flock.events import emit
 from nests.actions.chat.moderator import stop_for_grounded
 from nests.actions.rooms import MAX_CORE, MIN_CORE
 from nests.models import Nest
-
-register_event_names("nest.members_changed")
+from nests.payloads import NestMembersChanged
 
 
 def _locked_nest(nest_id: str) -> Nest:
@@ -31,7 +30,7 @@ def _changed(nest: Nest, *, by: str, added: list[str], removed: list[str]) -> No
     nest.save(update_fields=["core"])
     emit(
         "nest.members_changed",
-        {"nest_id": nest.nest_id, "crows": list(nest.core), "added": added, "removed": removed, "by": by},
+        NestMembersChanged(nest_id=nest.nest_id, crows=list(nest.core), added=added, removed=removed, by=by),
     )
 
 

@@ -1,10 +1,11 @@
 """Posting a member's message to a nest: the one path for the owner and crows (over the API
 and from their brains alike). It is two steps, after Zulip's check_* / do_* split:
 
-- `check_message` (outside any transaction): validate the body (so an invalid post never
-  counts against the poster's rate), admit it against the poster's rate (strikes keyed
-  owner vs crow:<name>), and tag its kind with Jev (docs/CHATROOM.md "Tagging"; Jev may load a
-  model, which must not happen under a lock). It returns a `CheckedMessage`.
+- `check_message` (outside any transaction), given the poster's `Draft`: validate the
+  body (so an invalid post never counts against the poster's rate), admit it against the
+  poster's rate (strikes keyed owner vs crow:<name>), and tag its kind with Jev
+  (docs/CHATROOM.md "Tagging"; Jev may load a model, which must not happen under a lock).
+  It returns a `CheckedMessage`.
 - `store_message` (one transaction, under the room's row lock): decide a claim (first
   claim wins), let the Sentry read a crow's claim or deliver, then `say` it (number,
   store, emit `nest.message`: nests.actions.chat.room), log the tags, and hand it to the
@@ -16,9 +17,11 @@ flags and a moderator's cues are said by the loop, or by `say` itself.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
@@ -211,22 +214,41 @@ def _check_poster(nest: Nest, author: str, crow: Crow | None, header: str, membe
         )
 
 
-def check_message(
-    nest_id: str,
-    *,
-    author: object,
-    text: object,
-    to: object = None,
-    kind: object = None,
-    refers_to: object = None,
-    invocation: Invocation | None = None,
-    on_behalf_of: str = "",
-    relayed_from: str = "",
-    finding: sentry.Finding | None = None,
-    fixed_kind: bool = False,
-) -> CheckedMessage:
+@dataclass(frozen=True)
+class Draft:
+    """A post as its poster hands it in, before any check: what `post_message` is called
+    with and `check_message` checks. `author`, `text`, `to`, `kind` and `refers_to` come
+    from a client as they are (any JSON value), so they are checked, not trusted.
+
+    `kind` is the poster's structured header (a crow's own word on what it is saying); a
+    bracket header on the text's first line (`[CLAIM launch-1] ...`) serves the same way
+    and is taken off the stored text. `invocation` marks a brain's reply: a refused claim
+    then becomes a review `say` instead of a 409. `on_behalf_of`/`relayed_from` are for
+    Quill carrying the owner's request: the request goes back to the owner, and the
+    room's turn is granted as if the owner had spoken. `finding` is the Sentry's reading
+    of a brain's reply before it was posted: the reply is stored verbatim as a `say` (the
+    evidence) and flagged. `fixed_kind`: the poster's header is the kind, Jev is not asked
+    (the harness's fixed answers on Boss's and Quill's behalf)."""
+
+    nest_id: str
+    _: KW_ONLY
+    author: object
+    text: object
+    to: object = None
+    kind: object = None
+    refers_to: object = None
+    invocation: Invocation | None = None
+    on_behalf_of: str = ""
+    relayed_from: str = ""
+    finding: sentry.Finding | None = None
+    fixed_kind: bool = False
+
+
+def check_message(draft: Draft) -> CheckedMessage:
     """Every check a post must pass before it is stored, its rate admitted and its kind
-    tagged; BadInput/NotFound/RateLimited otherwise (see post_message for the fields)."""
+    tagged; BadInput/NotFound/RateLimited otherwise."""
+    nest_id, author, text, to, kind = draft.nest_id, draft.author, draft.text, draft.to, draft.kind
+    refers_to, invocation, finding = draft.refers_to, draft.invocation, draft.finding
     _validate_shape(author, text, to, kind, refers_to)
     assert isinstance(author, str) and isinstance(text, str)
     author = author.strip()
@@ -273,7 +295,7 @@ def check_message(
         tag = Tag(MessageKind.SAY, "header", None)
     else:
         admit_post(poster_key(owner=True) if author == OWNER else poster_key(crow=author), kind="nest")
-        if fixed_kind:
+        if draft.fixed_kind:
             # The harness worded it for a crow (Boss's and Quill's fixed answers): the header
             # says what it is, and Jev's reading of the words ("Can't do that: …") does not.
             tag = Tag(header or MessageKind.SAY, "header", None)
@@ -293,7 +315,7 @@ def check_message(
     return CheckedMessage(
         nest=nest, author=author, crow=crow, body=body, jev_text=jev_text, header=header,
         refers_to=refers, to=addressee, members=members, tag=tag, request_facts=request_facts,
-        invocation=invocation, on_behalf_of=on_behalf_of, relayed_from=relayed_from,
+        invocation=invocation, on_behalf_of=draft.on_behalf_of, relayed_from=draft.relayed_from,
         finding=finding, expectation_answer=expectation_answer, met_answers=met_answers,
     )
 
@@ -389,36 +411,24 @@ def _still_to_route(room: Nest, post: CheckedMessage) -> ChatRequest | None:
     return routed
 
 
-def post_message(
-    nest_id: str,
-    *,
-    author: object,
-    text: object,
-    to: object = None,
-    kind: object = None,
-    refers_to: object = None,
-    invocation: Invocation | None = None,
-    on_behalf_of: str = "",
-    relayed_from: str = "",
-    finding: sentry.Finding | None = None,
-    fixed_kind: bool = False,
-) -> NestMessage:
+def _called_with[**P, R](make: Callable[P, Draft]) -> Callable[[Callable[[Draft], R]], Callable[P, R]]:
+    """Give a function of one Draft the Draft's own fields as its parameters: callers keep
+    writing `post_message("launch", author=..., text=...)`, and the fields are written
+    once, in Draft (mypy checks each call against them)."""
+
+    def wrap(func: Callable[[Draft], R]) -> Callable[P, R]:
+        @functools.wraps(func)
+        def called(*args: P.args, **kwargs: P.kwargs) -> R:
+            return func(make(*args, **kwargs))
+
+        return called
+
+    return wrap
+
+
+@_called_with(Draft)
+def post_message(draft: Draft) -> NestMessage:
     """Validate, rate-limit, tag and store one member's message numbered `<nest_id>-<n>`,
     emit `nest.message`, and run the chat core's reactors on it (dispatch may invoke the one
-    crow it calls for).
-
-    `kind` is the poster's structured header (a crow's own word on what it is saying); a
-    bracket header on the text's first line (`[CLAIM launch-1] ...`) serves the same way
-    and is taken off the stored text. `invocation` marks a brain's reply: a refused claim then becomes a review `say`
-    instead of a 409. `on_behalf_of`/`relayed_from` are for Quill carrying the owner's
-    request: the request goes back to the owner, and the room's turn is granted as if
-    the owner had spoken. `finding` is the Sentry's reading of a brain's reply before it
-    was posted: the reply is stored verbatim as a `say` (the evidence) and flagged.
-    `fixed_kind`: the poster's header is the kind, Jev is not asked (the harness's fixed
-    answers on Boss's and Quill's behalf)."""
-    return store_message(
-        check_message(
-            nest_id, author=author, text=text, to=to, kind=kind, refers_to=refers_to, invocation=invocation, on_behalf_of=on_behalf_of, relayed_from=relayed_from, finding=finding,
-            fixed_kind=fixed_kind,
-        )
-    )
+    crow it calls for). Called with the Draft's fields (see Draft for each)."""
+    return store_message(check_message(draft))

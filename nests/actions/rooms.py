@@ -9,12 +9,11 @@ from django.db import IntegrityError, transaction
 
 from flock import queries as flock_queries
 from flock.errors import BadInput, Conflict
-from flock.events import emit, register_event_names
+from flock.events import emit
 from flock.models import Crow
 from nests import queries
 from nests.models import Nest
-
-register_event_names("nest.created")
+from nests.payloads import NestCreated
 
 TODO_NEST = "todo"
 DIRECT_PREFIX = "dm-"
@@ -76,7 +75,7 @@ def create_nest(name: object, *, crows: object, created_by: str = "owner") -> Ne
             raise Conflict(f"a nest with id {nest_id!r} already exists") from None
         emit(
             "nest.created",
-            {"nest_id": nest.nest_id, "name": nest.name, "crows": nest.core, "created_by": created_by},
+            NestCreated(nest_id=nest.nest_id, name=nest.name, crows=nest.core, created_by=created_by),
         )
     return nest
 

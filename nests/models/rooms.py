@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.db import models
 
 from flock.vocab import MessageKind
+from nests.payloads import MessageRecord
 
 
 class Nest(models.Model):
@@ -47,7 +48,7 @@ class NestMessage(models.Model):
         ordering = ["nest", "n"]
         constraints = [models.UniqueConstraint(fields=["nest", "n"], name="nest_message_number")]
 
-    def record(self) -> dict[str, str]:
+    def record(self) -> MessageRecord:
         """The message record as docs/API.md defines it."""
         return {
             "msg_id": self.msg_id,

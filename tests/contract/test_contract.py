@@ -27,6 +27,9 @@ from typing import Any
 import httpx
 import pytest
 
+from flock.events import EVENT_TYPES
+from nests.payloads import MessageRecord, NestCreated
+from tests.support.payloads import assert_payload, fields
 from tests.support.server import LiveServer
 from tests.support.sse import Frame, SSEClient
 
@@ -34,20 +37,14 @@ pytestmark = pytest.mark.live
 
 # --- the contract's vocabulary -----------------------------------------------------------
 
-LIST_EVENTS = {  # EVENTS.md table, plus Nests (list.started.nest_id, crow.flying.borrowed) and banter
-    "list.started": {"items", "requester", "nest_id"},
-    "item.triaged": {"item_id", "mode", "task_type", "subtasks", "reason", "needs_approval"},
-    "crow.flying": {"item_id", "crow", "borrowed"},
-    "crow.landed": {"item_id", "crow", "ok", "tokens"},  # + error? (only when not ok)
-    "item.answered": {"item_id", "answer", "crows", "needs_approval"},
-    "verdict": {"item_id", "target", "verdict"},
-    "trust.changed": {"holder", "task_type", "from", "to"},
-    "item.skipped": {"item_id", "reason"},
-    "requester.pranked": {"message", "cooldown_s"},
-    "list.finished": {"tokens_used", "token_budget"},
-    "crow.banter": {"item_id", "crow", "to", "text"},
-}
-NEST_RECORD = {"msg_id", "kind", "author", "text", "to", "refers_to", "tagged_by"}
+# EVENTS.md's list events, plus banter. Their fields are not restated here: each payload's
+# TypedDict (the app's `payloads` module, beside the name's registration) is the one
+# statement, and `assert_payload` checks a frame against it (keys and value types).
+LIST_EVENTS = (
+    "list.started", "item.triaged", "crow.flying", "crow.landed", "item.answered", "verdict", "trust.changed",
+    "item.skipped", "requester.pranked", "list.finished", "crow.banter",
+)
+NEST_RECORD = fields(MessageRecord)
 ALL_EVENT_NAMES = set(LIST_EVENTS) | {"nest.message"}
 KINDS = {"say", "request", "claim", "deliver", "refer", "decline", "nudge", "flag"}
 CROW_KINDS = {"say", "request", "claim", "deliver", "refer", "decline"}
@@ -158,11 +155,10 @@ def check_list_frame(frame: Frame, list_id: str | None = None) -> None:
     assert frame.event in LIST_EVENTS, frame.event
     data = frame.data
     assert isinstance(data, dict)
-    expected = LIST_EVENTS[frame.event] | {"list_id", "ts"}
-    keys = set(data)
-    if frame.event == "crow.landed" and data.get("ok") is False:
-        expected = expected | {"error"}
-    assert keys == expected, (frame.event, sorted(keys ^ expected))
+    assert_payload(frame.event, data)
+    assert "list_id" in data, frame.event
+    if frame.event == "crow.landed":
+        assert ("error" in data) == (data["ok"] is False), data  # EVENTS.md: `error?`, when not ok
     if list_id is not None:
         assert data["list_id"] == list_id
     assert is_rfc3339(data["ts"]), data["ts"]
@@ -214,6 +210,7 @@ def check_nest_frame(frame: Frame, nest_id: str) -> None:
     assert frame.id is not None
     assert frame.event == "nest.message"
     data = frame.data
+    assert_payload(frame.event, data)
     assert set(data) == NEST_RECORD | {"nest_id", "ts"}, sorted(set(data) ^ (NEST_RECORD | {"nest_id", "ts"}))
     assert data["nest_id"] == nest_id and is_rfc3339(data["ts"])
     check_record(data, nest_id)
@@ -371,6 +368,9 @@ def test_state_protocol_and_capabilities(plain: LiveServer) -> None:
     assert body["protocol"] == "crows/1"
     assert isinstance(body["capabilities"], list)
     assert ALL_EVENT_NAMES <= set(body["capabilities"]), ALL_EVENT_NAMES - set(body["capabilities"])
+    # Every name the build emits has its payload's TypedDict, and the server lists exactly those.
+    registered = {name for name, e in EVENT_TYPES.items() if e.payload.__module__.endswith(".payloads")}
+    assert set(body["capabilities"]) == registered, sorted(set(body["capabilities"]) ^ registered)
 
 
 def test_crows_lists_all_ten_with_persona_fields(plain: LiveServer) -> None:
@@ -435,7 +435,7 @@ def test_create_nest_201_and_listed(plain: LiveServer) -> None:
     created = [f for f in replay(plain, "?since=0", quiet=0.5) if f.event == "nest.created"
                and f.data.get("nest_id") == "launch-copy"]
     assert len(created) == 1
-    assert set(created[0].data) == {"nest_id", "name", "crows", "created_by", "ts"}
+    assert set(created[0].data) == fields(NestCreated) | {"ts"}
     assert created[0].data["created_by"] == "owner" and is_rfc3339(created[0].data["ts"])
     # 409 on a clash: same slug, any spelling
     assert_error(plain.post("/api/nests", {"name": "launch COPY!", "crows": ["Rook"]}), 409)
@@ -1391,3 +1391,20 @@ def test_core_first_rotation(trusted: LiveServer) -> None:
     murder = [(crow, borrowed) for item, crow, borrowed in workers if triaged[item] == "murder"]
     assert {c for c, b in murder if not b} == {"Pepper", "Inky"} and len([1 for c, b in murder if b]) == 1
     assert all(b == (c not in ("Pepper", "Inky")) for _, c, b in workers)
+
+
+def test_every_event_on_the_firehose_matches_its_payload_typeddict(plain: LiveServer) -> None:
+    # Whatever this module's tests made the plain server emit (lists, verdicts, nests,
+    # messages, expectations, decisions...), each stored event's payload has the fields
+    # and value types of its registered TypedDict, nothing more. Its own list (answered)
+    # and message first: pytest-xdist may have run the module's others on another server.
+    list_id = post_list(plain, "Write a haiku about jackdaws", "firehose")
+    check_whole_list(run_list(plain, list_id), list_id)
+    said = plain.post("/api/nests/dm-hugin/messages", {"author": "owner", "text": "Hello, Hugin"})
+    assert said.status_code == 201, said.text
+    frames = replay(plain, "?since=0&replay=1")  # the backlog, then the response ends
+    names = Counter(f.event for f in frames if f.event != "stream.replayed")
+    assert {"list.started", "nest.message", "verdict"} <= set(names), names
+    for frame in frames:
+        if frame.event != "stream.replayed":
+            assert_payload(frame.event, frame.data)

@@ -5,15 +5,23 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 import pytest
 from django.db import transaction
 
-from flock.events import Published, emit, register_event_names
+from flock.events import Published, emit, register_event
 from flock.models import Event
 
 ROOT = Path(__file__).resolve().parents[2]
-register_event_names("test.ping")
+
+
+# Functional form: this module's annotations are strings, and TypedDict reads
+# NotRequired only from real ones.
+Ping = TypedDict("Ping", {"n": NotRequired[int]})  # noqa: UP013  (see above)
+
+
+register_event("test.ping", Ping)
 
 
 @pytest.fixture
@@ -31,6 +39,16 @@ def test_emit_refuses_to_run_outside_a_transaction(transactional_db):
 def test_emit_refuses_an_unregistered_event_name(db):
     with transaction.atomic(), pytest.raises(ValueError, match="unknown event"):
         emit("no.such.event", {})
+
+
+def test_emit_refuses_a_payload_its_typeddict_does_not_declare(db):
+    # The registered TypedDict is the payload's one shape: an undeclared field, or a
+    # required one missing, stops the action before anything is written.
+    with transaction.atomic(), pytest.raises(ValueError, match=r"undeclared \['m'\]"):
+        emit("test.ping", {"m": 1})
+    with transaction.atomic(), pytest.raises(ValueError, match=r"missing \['reason'\]"):
+        emit("item.skipped", {"item_id": "L1-1"}, list_id="L1")
+    assert not Event.objects.exists()
 
 
 def test_event_is_published_only_after_commit(transactional_db, published):

@@ -7,12 +7,16 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.db import transaction
 
 from flock.models import Crow
+from flock.vocab import HARNESS, OWNER
 from nests.actions import create_nest, post_message
-from nests.models import NestMessage, OrchestrationDecision
+from nests.actions.chat import orchestration, react
+from nests.models import Expectation, Invocation, NestMessage, OrchestrationDecision
 from tests.support import scripted_brain as chat_support
 from tests.support.scripted_brain import run_crows
+from trust.actions import quarantine_crow
 
 pytestmark = pytest.mark.usefixtures("fake_jev")
 
@@ -125,3 +129,34 @@ def test_boss_moving_a_crow_logs_one_model_decision(launch, client):
     run_crows()
     decisions = client.get("/api/orchestration?kind=model&crow=Munin").json()["decisions"]
     assert len(decisions) == 1 and decisions[0]["nest_id"] == "launch"
+
+
+@pytest.mark.parametrize("grounding", ["quarantined", "out of the room"])
+def test_a_nudge_the_picker_cannot_receive_goes_to_the_owner_and_its_expectation(launch, capture_events, grounding):
+    # Issue 30: a nudge to a crow that is quarantined, retired or out of the room is never
+    # dropped; the owner hears of it in the room and its expectation records why.
+    pick = post_message("launch", author="Quill", text="@Munin draft the launch tweet", kind="request")
+    OrchestrationDecision.objects.all().delete()
+    nudges = NestMessage.objects.filter(kind="nudge").count()  # Quill's, while it could still hear it
+    if grounding == "quarantined":
+        quarantine_crow("Quill", breach="owner_report", evidence="a test")
+        why = "Quill is quarantined and cannot be nudged"
+    else:
+        Crow.objects.filter(name="Quill").update(role=Crow.Role.WORKER)  # no longer everywhere
+        why = "Quill is no longer in launch and cannot be nudged there"
+    with transaction.atomic():  # as inside the post that opened the request
+        effects = orchestration.score_crow_pick(pick, decider="Quill", crow="Munin", task=pick.text, task_type="writing")
+    assert [s.to for s in effects.say] == [OWNER] and not effects.invoke
+    with capture_events() as events:
+        (told,) = react.apply(effects, room=launch)
+    assert NestMessage.objects.filter(kind="nudge").count() == nudges
+    assert (told.author, told.to, told.refers_to) == (HARNESS, OWNER, pick.msg_id)
+    d = OrchestrationDecision.objects.get(msg_id=pick.msg_id)
+    assert told.text.startswith(f"@{OWNER}, {why}: Jev's nudge on {d.decision_id} was not delivered")
+    exp = Expectation.objects.get(crow="Quill")
+    assert (exp.status, exp.message.msg_id, exp.summary_msg_id, exp.outcome_msg_id) == (
+        "escalated", pick.msg_id, told.msg_id, told.msg_id)
+    assert exp.reason == f"{why}: Jev's nudge on {d.decision_id} was not delivered"
+    closed = events.named("expectation.closed")
+    assert [(e["expectation_id"], e["outcome"]) for e in closed] == [(exp.expectation_id, "escalated")]
+    assert not Invocation.objects.filter(crow="Quill", trigger=told).exists()

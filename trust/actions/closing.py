@@ -16,6 +16,7 @@ from django.utils import timezone
 from flock.events import emit
 from trust.actions.locking import lock_event_log
 from trust.models import Decision
+from trust.payloads import DecisionClosed
 
 ANSWER_MAX = 300
 
@@ -40,16 +41,10 @@ def close_decision(decision: Decision, *, outcome: str, answer: str, by: str) ->
     decision.save(update_fields=["status", "outcome", "answer", "answered_by", "closed_at"])
     emit(
         "decision.closed",
-        {
-            "decision_id": decision.decision_id,
-            "kind": decision.kind,
-            "subject": decision.subject,
-            "crow": decision.crow,
-            "status": decision.status,
-            "outcome": outcome,
-            "answer": decision.answer,
-            "by": by,
-        },
+        DecisionClosed(
+            decision_id=decision.decision_id, kind=decision.kind, subject=decision.subject, crow=decision.crow,
+            status=decision.status, outcome=outcome, answer=decision.answer, by=by,
+        ),
         nest_id=decision.nest_id,
     )
     for hook in _closed_hooks:

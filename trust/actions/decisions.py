@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from flock.actions import KEPT_ROLES
 from flock.errors import BadInput, Conflict, NotFound
-from flock.events import emit, register_event_names, rfc3339
+from flock.events import emit, rfc3339
 from flock.models import Crow
 from trust.actions.closing import ANSWER_MAX, close_decision
 from trust.actions.locking import lock_event_log
@@ -37,10 +37,9 @@ from trust.actions.timers import schedule_decision_expiry
 from trust.models import Breach, Decision
 from trust.queries import decision_record, option_named, said_as
 
-register_event_names("decision.opened", "decision.closed")
-
 RETIRE_WORD = "retire"
 TIMEOUT_BY = "timeout"
+
 
 def reinstate_phrase(crow: str) -> str:
     return f"yes, reinstate {crow}"

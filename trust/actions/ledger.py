@@ -15,13 +15,12 @@ from django.db.models import OuterRef, Subquery
 
 from flock.db import action_atomic, lock_or_create
 from flock.errors import BadInput
-from flock.events import emit, register_event_names
+from flock.events import emit
 from flock.personas import TASK_TYPES
 from trust.actions.locking import lock_event_log
 from trust.models import STRANGER, TRUSTED, TrustEntry, TrustHolder
+from trust.payloads import TrustChanged
 from trust.queries import trust_balance
-
-register_event_names("trust.changed")
 
 
 def _locked_balance(holder: str, task_type: str) -> tuple[int, int]:
@@ -86,9 +85,10 @@ def record_trust_outcome(
             item_id=item_id,
         )
         if level != before:
+            changed: TrustChanged = {"holder": holder, "task_type": task_type, "from": before, "to": level}
             emit(
                 "trust.changed",
-                {"holder": holder, "task_type": task_type, "from": before, "to": level},
+                changed,
                 list_id=list_id,
                 nest_id=nest_id,
             )
@@ -120,7 +120,9 @@ def seed_trust(holder: str, *, task_type: str, level: int = TRUSTED, by: str = "
                 source=TrustEntry.Source.SEED, level_before=before, level=current, streak=streak,
             ))
             if current != before:
-                changed = {"holder": holder, "task_type": task_type, "from": before, "to": current}
-                emit("trust.changed", {**changed, "by": by} if by else changed)
+                seeded: TrustChanged = {"holder": holder, "task_type": task_type, "from": before, "to": current}
+                if by:
+                    seeded["by"] = by
+                emit("trust.changed", seeded)
         TrustEntry.objects.bulk_create(entries)
     return len(entries)

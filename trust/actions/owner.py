@@ -8,13 +8,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from flock.errors import BadInput, NotFound
-from flock.events import emit, register_event_names
+from flock.events import emit
 from flock.personas import TASK_TYPES
 from trust.actions.locking import lock_event_log
 from trust.models import STRANGER, Post, Strike, TrustEntry, TrustHolder
+from trust.payloads import CooldownLifted, TrustChanged
 from trust.queries import trust_balance
-
-register_event_names("trust.changed", "requester.cooldown_lifted")
 
 
 def reset_trust(holder: str, *, task_type: str, by: str) -> TrustEntry | None:
@@ -45,10 +44,8 @@ def reset_trust(holder: str, *, task_type: str, by: str) -> TrustEntry | None:
             streak=0,
         )
         if level != STRANGER:
-            emit(
-                "trust.changed",
-                {"holder": holder, "task_type": task_type, "from": level, "to": STRANGER, "by": by},
-            )
+            reset: TrustChanged = {"holder": holder, "task_type": task_type, "from": level, "to": STRANGER, "by": by}
+            emit("trust.changed", reset)
     return entry
 
 
@@ -71,6 +68,6 @@ def lift_cooldown(key: str, *, by: str) -> int:
         kind, _, name = key.partition(":")
         emit(
             "requester.cooldown_lifted",
-            {"key": key, "requester": name or kind, "strikes": len(active), "by": by},
+            CooldownLifted(key=key, requester=name or kind, strikes=len(active), by=by),
         )
     return len(active)

@@ -15,13 +15,12 @@ from django.db import transaction
 from flock.actions import crow_grounded, lock_for_grounding
 from flock.actions import retire_crow as retire_flock_crow
 from flock.errors import BadInput, Conflict, NotFound
-from flock.events import emit, register_event_names
+from flock.events import emit
 from flock.models import Crow
 from trust.actions.closing import withdraw_decisions
 from trust.actions.locking import lock_event_log
 from trust.models import Breach
-
-register_event_names("crow.quarantined", "crow.reinstated")
+from trust.payloads import CrowQuarantined, CrowReinstated
 
 EVIDENCE_MAX = 1000
 
@@ -94,14 +93,10 @@ def quarantine_crow(
         found.save(update_fields=["status"])
         emit(
             "crow.quarantined",
-            {
-                "crow": found.name,
-                "breach": breach.kind,
-                "score": breach.score,
-                "evidence": breach.evidence,
-                "msg_id": breach.msg_id,
-                "by": by,
-            },
+            CrowQuarantined(
+                crow=found.name, breach=breach.kind, score=breach.score, evidence=breach.evidence,
+                msg_id=breach.msg_id, by=by,
+            ),
             nest_id=nest_id or breach.nest_id,
         )
         crow_grounded(found.name, "was quarantined")
@@ -122,7 +117,7 @@ def reinstate_crow(crow: Crow | str, *, by: str = "owner", decision_id: str = ""
         found.save(update_fields=["status"])
         emit(
             "crow.reinstated",
-            {"crow": found.name, "by": by, "decision_id": decision_id},
+            CrowReinstated(crow=found.name, by=by, decision_id=decision_id),
             nest_id=nest_id,
         )
         withdraw_decisions(found.name, by=by, outcome="reinstated", except_id=decision_id)

@@ -25,14 +25,13 @@ from django.utils import timezone
 
 from flock.db import action_atomic, insert_unless_present
 from flock.errors import BadInput, Conflict, NotFound
-from flock.events import batched, emit, register_event_names, rfc3339
+from flock.events import batched, emit, rfc3339
 from flock.schemas import ID_MAX
 from trust.actions.ledger import record_trust_outcome
 from trust.actions.locking import lock_event_log
 from trust.actions.timers import schedule_approval_timeout
 from trust.models import Approval, Target, Verdict
-
-register_event_names("verdict", "verdict.overruled")
+from trust.payloads import VerdictOverruled, VerdictPayload
 
 TARGETS = tuple(Target.values)
 
@@ -63,7 +62,7 @@ EDITED_TEXT_MAX_CHARS = 20000
 
 
 def _emit_verdict(verdict: Verdict, *, by: str = "") -> None:
-    payload: dict[str, Any] = {"item_id": verdict.item_id, "target": verdict.target, "verdict": verdict.verdict}
+    payload = VerdictPayload(item_id=verdict.item_id, target=verdict.target, verdict=verdict.verdict)
     if by:
         payload["by"] = by  # who answered, when it was not the API (docs/OPERATING.md)
     # Extensions (docs/REVIEW.md), present only when they say something.
@@ -367,9 +366,7 @@ def overrule_verdict(item_id: Any, *, target: Any = Target.OUTPUT, reason: Any =
         verdict.overruled_at = timezone.now()
         verdict.reason = reason
         verdict.save(update_fields=["overruled_at", "reason"])
-        payload: dict[str, Any] = {
-            "item_id": item_id, "target": verdict.target, "holders": list(verdict.holders), "by": by,
-        }
+        payload = VerdictOverruled(item_id=item_id, target=verdict.target, holders=list(verdict.holders), by=by)
         if reason:
             payload["reason"] = reason
         if verdict.attempt > 1:

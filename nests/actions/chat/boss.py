@@ -22,6 +22,14 @@ from django.db import transaction
 from flock import jev as jev_service
 from flock import queries as flock_queries
 from flock.actions import hatch_crow, update_crow
+from flock.brains.registry import (
+    MODEL_CHARS,
+    PROVIDERS,
+    WIRE_SCRIPT,
+    complete_spec,
+    names_pattern,
+    provider_names,
+)
 from flock.errors import CrowsError
 from flock.events import rfc3339
 from flock.models import Crow
@@ -38,11 +46,15 @@ from trust.actions import open_decision, retire_crow, seed_trust
 from trust.models import Decision
 
 NAME = r"@?(?P<name>[A-Za-z][A-Za-z0-9_-]{0,39})"
+# The providers an order may name, from the one registry (flock/brains/registry.py): any
+# to hatch on; a script's file is the operator's to pick, so not one to switch a crow to.
+PROVIDER_WORDS = names_pattern()
+SWITCHABLE_WORDS = names_pattern(tuple(p.name for p in PROVIDERS.values() if p.wire != WIRE_SCRIPT))
 HATCH_RE = re.compile(rf"\b(?:hatch|spin\s+up|create|make)\b[^.!?]*?\b(?:crow|bird|one)?\s*(?:named|called)\s+{NAME}", re.IGNORECASE)
 STRENGTH_RE = re.compile(
     r"\b(?:who(?:'s| is)\s+|that(?:'s| is)\s+|to\s+be\s+)?(?:good|great|strong|best)\s+at\s+(?P<strength>.+?)"
-    r"(?=\s+(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?(?:mock|openai|anthropic|script)\b|[.;!?]|$)"
-    r"|\bfor\s+(?P<purpose>.+?)(?=\s+(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?(?:mock|openai|anthropic|script)\b|[.;!?]|$)",
+    rf"(?=\s+(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?(?:{PROVIDER_WORDS})\b|[.;!?]|$)"
+    rf"|\bfor\s+(?P<purpose>.+?)(?=\s+(?:on|using|with|running)\s+(?:the\s+)?(?:model\s+|brain\s+)?(?:{PROVIDER_WORDS})\b|[.;!?]|$)",
     re.IGNORECASE,
 )
 # "… using openai:gpt-4o", and the one after "switch Hugin to": the words before a model.
@@ -51,14 +63,14 @@ SWITCH_TO = (
     rf"\b(?:switch|move|put|change|set|run)\s+{NAME}(?:'s\s+(?:model|brain))?\s+(?:to|on|onto)\s+(?:the\s+)?"
     r"(?:model\s+|brain\s+)?"
 )
-MODEL_RE = re.compile(rf"{USING}(?P<model>(?:mock|openai|anthropic|script)(?::[\w.:/@-]+)?)", re.IGNORECASE)
+MODEL_RE = re.compile(rf"{USING}(?P<model>(?:{PROVIDER_WORDS})(?::{MODEL_CHARS}+)?)", re.IGNORECASE)
 NEST_RE = re.compile(
     r"\b(?:make|create|start|open|set\s+up)\s+(?:a\s+|an\s+|the\s+)?(?:new\s+)?nest\s+(?:called|named)\s+"
     r"(?P<name>.+?)\s+with\s+(?P<crows>.+?)[.!]?$",
     re.IGNORECASE | re.DOTALL,
 )
 RETIRE_RE = re.compile(rf"\bretire\s+{NAME}", re.IGNORECASE)
-SWITCH_RE = re.compile(rf"{SWITCH_TO}(?P<model>(?:mock|openai|anthropic)(?::[\w.:/@-]+)?)", re.IGNORECASE)
+SWITCH_RE = re.compile(rf"{SWITCH_TO}(?P<model>(?:{SWITCHABLE_WORDS})(?::{MODEL_CHARS}+)?)", re.IGNORECASE)
 LIST_SPLIT_RE = re.compile(r"\s*(?:,|\band\b|&|\+)\s*", re.IGNORECASE)
 # What follows "named"/"called", whole: a name the NAME pattern only partly matched
 # ("Wrén", "9lives", a 41-letter name, "Robert');") is refused, never cut down.
@@ -154,17 +166,24 @@ def _hatch_order(words: str, m: re.Match[str], level: int | None) -> Order:
     model = MODEL_RE.search(rest)
     bare = BARE_MODEL_RE.search(rest) if model is None else None
     if bare is not None:
-        return Order("ask", m.group("name"), say=(
-            f"Which provider serves {bare.group('bare')}? Say “… using openai:{bare.group('bare')}” "
-            f"(or anthropic:{bare.group('bare')}): a model is provider:model."
-        ))
-    return Order("hatch", m.group("name"), strength=strength, model=model.group("model") if model else "", level=level)
+        return Order("ask", m.group("name"), say=_which_provider(bare.group("bare"), "… using "))
+    # A provider named alone ("using openai") means its default model (the registry's).
+    model_spec = complete_spec(model.group("model")) if model else ""
+    return Order("hatch", m.group("name"), strength=strength, model=model_spec, level=level)
 
 
 def _whole_name(words: str, match: re.Match[str]) -> str | None:
     """The name as the owner wrote it, when the NAME pattern took only part of it."""
     whole = words[match.start("name"):].split(maxsplit=1)[0].rstrip(".,!?;:")
     return whole if whole.lower() != match.group("name").lower() else None
+
+
+def _which_provider(model: str, order: str) -> str:
+    """Boss's question for a model named without its provider: the registry's remote
+    providers, the first as the example."""
+    first, *others = provider_names(remote=True)
+    rest = " or ".join(f"{p}:{model}" for p in others)
+    return f"Which provider serves {model}? Say “{order}{first}:{model}”{f' (or {rest})' if rest else ''}: a model is provider:model."
 
 
 def parse_order(text: str) -> Order | None:
@@ -177,14 +196,11 @@ def parse_order(text: str) -> Order | None:
         return Order("nest", m.group("name").strip().strip("\"'“”"), crows=crows)
     m = SWITCH_RE.search(words)
     if m:
-        return Order("model", m.group("name"), model=m.group("model"))
+        return Order("model", m.group("name"), model=complete_spec(m.group("model")))
     m = SWITCH_BARE_RE.search(words)
     if m:
         bare = m.group("bare")
-        return Order("ask", m.group("name"), say=(
-            f"Which provider serves {bare}? Say “switch {m.group('name')} to openai:{bare}” "
-            f"(or anthropic:{bare}): a model is provider:model."
-        ))
+        return Order("ask", m.group("name"), say=_which_provider(bare, f"switch {m.group('name')} to "))
     members = _members_order(words)
     if members is not None:
         return members

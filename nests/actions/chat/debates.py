@@ -36,13 +36,14 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from flock.events import emit, register_event_names
+from flock.events import emit
 from flock.models import Crow
 from flock.vocab import HARNESS, HARNESS_AUTHORS, HARNESS_KINDS, OWNER
 from nests import queries
 from nests.actions.chat.effects import NOTHING, Effects, Expect, Posted, Say
 from nests.actions.chat.ledger import close_expectation, nudge, open_expectation, summary
 from nests.models import Debate, Expectation, Invocation, Nest, NestMessage
+from nests.payloads import DebateFinished, DebateRound
 from nests.queries_ledger import (
     DEBATE_RE,
     FINAL_FORMAT,
@@ -51,8 +52,6 @@ from nests.queries_ledger import (
     is_debate_order,
     running_debate,
 )
-
-register_event_names("debate.started", "debate.round", "debate.finished")
 
 MAX_ROUNDS = 5
 ROUNDS_RE = re.compile(r"\b(\d|one|two|three|four|five)\s+rounds?\b", re.IGNORECASE)
@@ -260,8 +259,8 @@ def round_open(debate: Debate, refers_to: str) -> Say:
     order = _order(debate, debate.round)
     emit(
         "debate.round",
-        {"nest_id": debate.nest.nest_id, "debate_id": debate.debate_id, "round": debate.round,
-         "rounds": debate.rounds, "status": "open", "speakers": order, "turns": []},
+        DebateRound(nest_id=debate.nest.nest_id, debate_id=debate.debate_id, round=debate.round,
+                    rounds=debate.rounds, status="open", speakers=order, turns=[]),
     )
     first = order[0]
     then = ", then ".join(f"@{c}" for c in order[1:])
@@ -314,9 +313,9 @@ def _advance(debate: Debate, message: NestMessage) -> Say:
     if debate.phase == Debate.Phase.ARGUING:
         emit(
             "debate.round",
-            {"nest_id": debate.nest.nest_id, "debate_id": debate.debate_id, "round": debate.round,
-             "rounds": debate.rounds, "status": "completed", "speakers": speakers,
-             "turns": [t for t in debate.turns if t["round"] == debate.round]},
+            DebateRound(nest_id=debate.nest.nest_id, debate_id=debate.debate_id, round=debate.round,
+                        rounds=debate.rounds, status="completed", speakers=speakers,
+                        turns=[t for t in debate.turns if t["round"] == debate.round]),
         )
         if debate.round < debate.rounds:
             debate.round += 1
@@ -362,13 +361,17 @@ def _finish(debate: Debate, verdict: NestMessage) -> Say:
     )
 
 
-def _finished_payload(debate: Debate, **extra: str) -> dict[str, Any]:
-    return {
-        "nest_id": debate.nest.nest_id, "debate_id": debate.debate_id, "question": debate.question,
-        "rounds": debate.rounds, "judge": debate.judge, "verdict": debate.verdict, "winner": debate.winner,
-        "finals": dict(debate.finals), "verdict_msg_id": debate.verdict_msg_id, "turns": len(debate.turns),
-        "status": debate.status, **extra,
-    }
+def _finished_payload(debate: Debate, *, stopped: tuple[str, str] | None = None) -> DebateFinished:
+    """`debate.finished`; `stopped` is (why, by) for a debate stopped early."""
+    payload = DebateFinished(
+        nest_id=debate.nest.nest_id, debate_id=debate.debate_id, question=debate.question,
+        rounds=debate.rounds, judge=debate.judge, verdict=debate.verdict, winner=debate.winner,
+        finals=dict(debate.finals), verdict_msg_id=debate.verdict_msg_id, turns=len(debate.turns),
+        status=debate.status,
+    )
+    if stopped is not None:
+        payload["reason"], payload["by"] = stopped
+    return payload
 
 
 def stop_debate(
@@ -399,7 +402,7 @@ def stop_debate(
         blamed = exp.crow == grounded and blame
         status = Expectation.Status.ESCALATED if blamed else Expectation.Status.MET
         close_expectation(exp, status=status, reason=f"{debate.debate_id} stopped: {why}"[:300])
-    emit("debate.finished", _finished_payload(debate, reason=why, by=by))
+    emit("debate.finished", _finished_payload(debate, stopped=(why, by)))
     turns = len(debate.turns)
     moderating = grounded != debate.moderator and _can_moderate(debate.moderator)
     text = (

@@ -13,23 +13,22 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from flock.events import emit, lock_event_log, register_event_names, rfc3339
+from flock.events import emit, lock_event_log, rfc3339
+from flock.models import Crow
 from flock.vocab import HARNESS, OWNER, MessageKind
 from nests.actions.chat.effects import Say
 from nests.actions.chat.queue import schedule_check
 from nests.actions.chat.room import TEXT_MAX
 from nests.models import ChatRequest, Expectation, Invocation, Nest, NestMessage
+from nests.payloads import ExpectationClosed, ExpectationOpened
+from nests.queries import crow_members
 from nests.queries_ledger import NUDGE_LIMIT, expectation_record
-
-register_event_names("expectation.opened", "expectation.closed")
 
 SUMMARY_PREFIX = "Owner summary"
 
 
-def _emit(name: str, exp: Expectation, record: dict[str, Any]) -> None:
-    # On the firehose, with the room named in the payload: a room's own stream carries
-    # its messages (docs/API.md, the event stream), and every nudge or summary is one.
-    emit(name, {"nest_id": exp.nest.nest_id, **record})
+# Both on the firehose, with the room named in the payload: a room's own stream carries
+# its messages (docs/API.md, the event stream), and every nudge or summary is one.
 
 
 def schedule(exp: Expectation) -> None:
@@ -72,7 +71,7 @@ def open_expectation(
     )
     exp.expectation_id = f"exp-{exp.pk}"
     exp.save(update_fields=["expectation_id"])
-    _emit("expectation.opened", exp, expectation_record(exp))
+    emit("expectation.opened", ExpectationOpened(**expectation_record(exp), nest_id=exp.nest.nest_id))
     schedule(exp)
     return exp
 
@@ -87,9 +86,10 @@ def close_expectation(exp: Expectation, *, status: str, by_msg_id: str = "", rea
     exp.reason = reason[:300] or exp.reason
     exp.closed_at = timezone.now()
     exp.save()
-    record = expectation_record(exp)
-    record["outcome"] = status
-    _emit("expectation.closed", exp, record)
+    emit(
+        "expectation.closed",
+        ExpectationClosed(**expectation_record(exp), nest_id=exp.nest.nest_id, outcome=status),
+    )
     return exp
 
 
@@ -122,6 +122,21 @@ def reschedule_expectation_checks() -> int:
 
 
 # --- what the harness says about expectations ----------------------------------------------
+
+
+def nudge_refusal(crow: str, nest: Nest) -> str:
+    """Why a nudge to `crow` in `nest` cannot be delivered, or "" when it can: the crow is
+    not active (quarantined, retired, gone), or no longer in the room. Such a nudge is
+    never dropped: its expectation goes to the owner with this reason (docs/CHATROOM.md,
+    "No addressed message dead-ends")."""
+    found = Crow.objects.filter(name=crow).first()
+    if found is None or found.status != Crow.Status.ACTIVE:
+        state = found.status if found is not None else "gone"
+        return f"{crow} is {state} and cannot be nudged"
+    if crow not in crow_members(nest):
+        # Taken out of the room (the admin): a nudge there could not be posted.
+        return f"{crow} is no longer in {nest.nest_id} and cannot be nudged there"
+    return ""
 
 
 def nudge_line(loop_id: str, n: int, deadline: datetime, prompt: str, *, limit: int = NUDGE_LIMIT) -> str:

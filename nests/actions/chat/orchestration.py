@@ -32,19 +32,23 @@ from django.utils import timezone
 
 from flock import jev as jev_service
 from flock.db import action_atomic
-from flock.events import emit, register_event_names
+from flock.events import emit
 from flock.models import Crow, Flight
 from flock.queries import flightlog_summary
 from flock.vocab import HARNESS, OWNER, MessageKind
 from nests import crow_fit, queries
 from nests.actions.chat.effects import NOTHING, Effects, Posted, Say
-from nests.actions.chat.ledger import due_period, nudge_line
-from nests.models import Nest, NestMessage, OrchestrationDecision
+from nests.actions.chat.ledger import (
+    close_expectation,
+    due_period,
+    nudge_line,
+    nudge_refusal,
+    open_expectation,
+)
+from nests.models import Expectation, Nest, NestMessage, OrchestrationDecision
 from nests.queries_ledger import decision_record
 from nests.queries_review import chat_delivery_verdicts
 from trust.queries import owner_verdicts
-
-register_event_names("orchestration.decided")
 
 log = logging.getLogger("crows.orchestration")
 
@@ -68,7 +72,11 @@ def _emit(d: OrchestrationDecision) -> None:
 
 def _nudge(d: OrchestrationDecision, text: str, *, nest: Nest) -> Effects:
     """The decider nudged to reconsider (which invokes it); the nudge's id is kept on the
-    decision once said."""
+    decision once said. A decider that cannot be nudged (quarantined, retired, out of the
+    room) is never skipped in silence: see `_undeliverable`."""
+    refusal = nudge_refusal(d.decider, nest)
+    if refusal:
+        return _undeliverable(d, nest=nest, refusal=refusal)
 
     def noted(nudge: NestMessage) -> None:
         d.nudge_msg_id = nudge.msg_id
@@ -78,6 +86,32 @@ def _nudge(d: OrchestrationDecision, text: str, *, nest: Nest) -> Effects:
     return Effects(say=[Say(
         author=HARNESS, text=nudge_line(d.msg_id, 1, deadline, text), kind=MessageKind.NUDGE,
         to=d.decider, refers_to=d.msg_id, nest=nest, then=noted,
+    )])
+
+
+def _undeliverable(d: OrchestrationDecision, *, nest: Nest, refusal: str) -> Effects:
+    """A nudge that cannot be delivered, handled as the expectation ledger handles one
+    (nests.actions.chat.timers): one harness line tells the owner in the room, and the
+    expectation the nudge stood for (the decider owes an answer on its pick) is recorded
+    on the pick's message and closed `escalated` to the owner, with the reason."""
+    why = f"{refusal}: Jev's nudge on {d.decision_id} was not delivered"
+    pick = f"the model {d.model} for @{d.crow}" if d.kind == OrchestrationDecision.Kind.MODEL else f"@{d.crow}"
+
+    def recorded(said: NestMessage) -> None:
+        on = NestMessage.objects.filter(nest=nest, msg_id=d.msg_id).first() or said
+        exp = open_expectation(
+            on, crow=d.decider, check=Expectation.Check.REQUESTER_ANSWER,
+            expected=f"reconsider the pick {d.decision_id} Jev scored low ({d.score:.2f})",
+        )
+        exp.summary_msg_id = said.msg_id
+        close_expectation(exp, status=Expectation.Status.ESCALATED, by_msg_id=said.msg_id, reason=why)
+
+    return Effects(say=[Say(
+        author=HARNESS, to=OWNER, refers_to=d.msg_id, nest=nest, then=recorded,
+        text=(
+            f"@{OWNER}, {why}: it asked @{d.decider} to reconsider {pick}, scored {d.score:.2f}, below the low "
+            f"band {settings.CROWS_ORCHESTRATION_LOW_SCORE:.2f}. The pick stands unless you change it."
+        ),
     )])
 
 
@@ -133,7 +167,7 @@ def score_crow_pick(
         score=round(score, 4), factors=factors, alternatives=weighted, nest_id=nest.nest_id, msg_id=message.msg_id,
     )
     _emit(d)
-    if nudge and d.band == "low" and decider != DISPATCH and Crow.objects.filter(name=decider, status=Crow.Status.ACTIVE).exists():
+    if nudge and d.band == "low" and decider != DISPATCH:
         return _nudge(
             d,
             f"@{decider}, Jev scored your pick of @{crow} for this {task_type} request at {d.score:.2f}, below the "

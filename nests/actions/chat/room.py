@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from flock.events import emit, lock_event_log, register_event_names
+from flock.events import emit, lock_event_log
 from flock.vocab import MessageKind
 from nests.models import Nest, NestMessage
-
-register_event_names("nest.message")
 
 TEXT_MAX = 2000
 

@@ -10,13 +10,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from flock.events import lock_event_log
-from flock.models import Crow
 from nests.actions.chat import budgets, react
 from nests.actions.chat.effects import Effects, Say
 from nests.actions.chat.flags import on_repeated_miss
-from nests.actions.chat.ledger import close_expectation, nudge, nudge_limit, schedule, summary
+from nests.actions.chat.ledger import close_expectation, nudge, nudge_limit, nudge_refusal, schedule, summary
 from nests.models import ChatRequest, Expectation, Invocation, Nest, NestMessage
-from nests.queries import crow_members
 from nests.queries_ledger import NUDGE_LIMIT
 
 
@@ -75,15 +73,10 @@ def check_expectation(expectation_pk: int, due_iso: str = "") -> str:
         if settled:
             close_expectation(exp, status=Expectation.Status.MET, reason=settled)
             return "met"
-        crow = Crow.objects.filter(name=exp.crow).first()
-        if crow is None or crow.status != Crow.Status.ACTIVE:
-            state = crow.status if crow is not None else "gone"
-            _say(exp, summary(exp.nest, [exp], why=f"{exp.crow} is {state} and cannot be nudged"))
-            return "escalated"
-        if exp.crow not in crow_members(exp.nest):
-            # Taken out of the room (the admin): a nudge there could not be posted, and the
-            # promise would wait for ever.
-            _say(exp, summary(exp.nest, [exp], why=f"{exp.crow} is no longer in {exp.nest.nest_id} and cannot be nudged there"))
+        refusal = nudge_refusal(exp.crow, exp.nest)
+        if refusal:
+            # Undeliverable, and the promise would wait for ever: the owner hears of it.
+            _say(exp, summary(exp.nest, [exp], why=refusal))
             return "escalated"
         if exp.check_name in Expectation.ONCE_CHECKS and exp.nudges >= nudge_limit(exp):
             # Nudged once, as these are (docs/GOVERNANCE.md, 6): the owner hears of it now.

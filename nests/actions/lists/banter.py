@@ -18,15 +18,14 @@ from django.utils import timezone
 
 from flock.actions import record_flight
 from flock.brains import BrainRequest, get_brain
-from flock.events import emit, flush, register_event_names
+from flock.events import emit, flush
 from flock.models import Crow, Event
 from nests.actions.lists import briefs, queue
 from nests.actions.lists.ending import lock_list, maybe_finish
 from nests.actions.lists.reservations import list_reserved
 from nests.actions.lists.sorties import BANTER_PRIORITY
 from nests.models import Banter, Item, Sortie, TodoList
-
-register_event_names("crow.banter")
+from nests.payloads import CrowBanter
 
 BANTER_PER_LIST = 2
 LINE_MAX_CHARS = 300
@@ -129,7 +128,7 @@ def speak_banter(banter_pk: int) -> Banter:
                 banter.status, banter.text = Banter.Status.SPOKEN, line
                 emit(
                     "crow.banter",
-                    {"item_id": banter.item_id, "crow": banter.speaker, "to": banter.listener, "text": line},
+                    CrowBanter(item_id=banter.item_id, crow=banter.speaker, to=banter.listener, text=line),
                     list_id=todo.list_id,
                 )
             else:

@@ -15,13 +15,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from flock.db import action_atomic
-from flock.events import emit, register_event_names
+from flock.events import emit
 from nests.actions.lists import queue
 from nests.actions.lists.sorties import FINISH_PRIORITY, cancel_unflown
 from nests.models import Banter, Item, Sortie, TodoList
+from nests.payloads import ItemSkipped, ListFinished
 from trust.actions.locking import lock_event_log
-
-register_event_names("item.skipped", "list.finished")
 
 # Reasons an item is skipped (docs/LISTS.md lists them with their causes).
 BUDGET = "budget"
@@ -60,7 +59,7 @@ def skip_item(item: Item, *, reason: str) -> Item:
         item.ended_at = timezone.now()
         item.save(update_fields=["stage", "skip_reason", "ended_at"])
         cancel_unflown(item)
-        emit("item.skipped", {"item_id": item.item_id, "reason": reason}, list_id=item.todo_list.list_id)
+        emit("item.skipped", ItemSkipped(item_id=item.item_id, reason=reason), list_id=item.todo_list.list_id)
         after_item_ended(item)
     return item
 
@@ -126,7 +125,7 @@ def finish_list(list_pk: int) -> TodoList:
         todo.save(update_fields=["status", "finished_at", "items_done_at"])
         emit(
             "list.finished",
-            {"tokens_used": todo.tokens_used, "token_budget": todo.token_budget},
+            ListFinished(tokens_used=todo.tokens_used, token_budget=todo.token_budget),
             list_id=todo.list_id,
         )
     return todo

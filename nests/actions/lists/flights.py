@@ -37,7 +37,7 @@ from django.utils import timezone
 from flock.actions import record_flight
 from flock.brains import BrainReply, BrainRequest, get_brain, prompt_text
 from flock.db import lock_or_create, save_fields
-from flock.events import batched, emit, register_event_names
+from flock.events import batched, emit
 from flock.models import Crow
 from flock.worker import live_runs
 from nests.actions.lists import briefs, queue
@@ -48,11 +48,11 @@ from nests.actions.lists.reservations import ANY_WAITING, TAKE_OFF_LOADS
 from nests.actions.lists.sorties import BOOT_ID, cancel_unflown, queue_sortie
 from nests.actions.lists.triage import ask_jev, conclude_triage
 from nests.models import FlightGate, Item, Sortie, TodoList
+from nests.payloads import CrowFlying, CrowLanded
 from trust.actions.locking import lock_event_log
 
 log = logging.getLogger("crows.lists")
 
-register_event_names("crow.flying", "crow.landed")
 
 
 def lock_gate() -> None:
@@ -311,7 +311,7 @@ def _launch(sortie_pk: int, *, run_id: str | None = None) -> Launch | None:
     sortie.save(update_fields=["status", "claimed_by", "estimate", "started_at"])
     emit(
         "crow.flying",
-        {"item_id": item.item_id, "crow": sortie.crow, "borrowed": sortie.borrowed},
+        CrowFlying(item_id=item.item_id, crow=sortie.crow, borrowed=sortie.borrowed),
         list_id=todo.list_id,
     )
     return Launch(sortie, request, crow.brain_spec)
@@ -355,7 +355,7 @@ def land_sortie(
             latency_ms=reply.latency_ms, error=error, task_type=item.task_type,
             list_id=todo.list_id, item_id=item.item_id, prompt=prompt_text(request or request_for(sortie, item)),
         )
-        landed: dict[str, Any] = {"item_id": item.item_id, "crow": sortie.crow, "ok": reply.ok, "tokens": tokens}
+        landed = CrowLanded(item_id=item.item_id, crow=sortie.crow, ok=reply.ok, tokens=tokens)
         if not reply.ok:
             landed["error"] = error
         emit("crow.landed", landed, list_id=todo.list_id)
@@ -414,8 +414,8 @@ def abort_sortie(sortie_pk: int, *, error: str) -> None:
             sortie.status, sortie.ok, sortie.error = Sortie.Status.LANDED, False, error
             sortie.landed_at = timezone.now()
             sortie.save(update_fields=["status", "ok", "error", "landed_at"])
-            emit("crow.landed", {"item_id": item.item_id, "crow": sortie.crow, "ok": False, "tokens": 0,
-                                 "error": error}, list_id=todo.list_id)
+            emit("crow.landed", CrowLanded(item_id=item.item_id, crow=sortie.crow, ok=False, tokens=0,
+                                           error=error), list_id=todo.list_id)
         elif sortie.status in (Sortie.Status.PLANNED, Sortie.Status.WAITING):
             cancel_unflown(item)
         if not item.ended:

@@ -17,15 +17,14 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from flock.errors import BadInput, NotFound
-from flock.events import emit, register_event_names
+from flock.events import emit
 from flock.models import Crow
 from flock.vocab import OWNER
 from nests.actions.lists.sorties import queue_planned
 from nests.actions.rooms import TODO_NEST
 from nests.models import Item, Nest, Sortie, TodoList
+from nests.payloads import ListItem, ListStarted
 from trust.actions import admit_post, poster_key
-
-register_event_names("list.started")
 
 ITEM_MAX_CHARS = 2000
 ITEMS_MAX = 20
@@ -120,11 +119,10 @@ def post_list(text: Any, *, requester: Any, nest_id: Any = None) -> TodoList:
                 )
                 emit(
                     "list.started",
-                    {
-                        "items": [{"item_id": r.item_id, "text": r.text} for r in rows],
-                        "requester": requester,
-                        "nest_id": nest.nest_id,
-                    },
+                    ListStarted(
+                        items=[ListItem(item_id=r.item_id, text=r.text) for r in rows], requester=requester,
+                        nest_id=nest.nest_id,
+                    ),
                     list_id=todo.list_id,
                 )
                 queue_planned([

@@ -3,10 +3,9 @@ still flying (docs/LISTS.md); with none flying, the 429 alone says it."""
 
 from __future__ import annotations
 
-from flock.events import emit, register_event_names
+from flock.events import emit
 from nests.models import TodoList
-
-register_event_names("requester.pranked")
+from nests.payloads import RequesterPranked
 
 _REQUESTER_PREFIX = "requester:"
 
@@ -19,6 +18,6 @@ def prank_flying_lists(key: str, message: str, cooldown_s: int) -> int:
     flying = TodoList.objects.filter(requester=requester, status=TodoList.Status.FLYING).order_by("id")
     count = 0
     for list_id in flying.values_list("list_id", flat=True):
-        emit("requester.pranked", {"message": message, "cooldown_s": cooldown_s}, list_id=list_id)
+        emit("requester.pranked", RequesterPranked(message=message, cooldown_s=cooldown_s), list_id=list_id)
         count += 1
     return count

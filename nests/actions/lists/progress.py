@@ -14,17 +14,16 @@ from collections.abc import Sequence
 from django.conf import settings
 
 from flock.db import action_atomic
-from flock.events import emit, register_event_names
+from flock.events import emit
 from flock.models import Crow
 from nests.actions.lists.crews import fit_subtasks, pick_crows
 from nests.actions.lists.ending import FAILURE, mark_answered, skip_item
 from nests.actions.lists.sorties import plan_sortie, plan_sorties
 from nests.models import Item, Sortie
+from nests.payloads import ItemAnswered
 from trust.actions import open_approval, record_auto_verdict
 from trust.models import Target
 from trust.queries import all_trusted
-
-register_event_names("item.answered")
 
 MURDER_CROWS = 3
 
@@ -106,7 +105,7 @@ def answer_item(item: Item, *, answer: str, crows: list[str]) -> Item:
         list_id = item.todo_list.list_id
         emit(
             "item.answered",
-            {"item_id": item.item_id, "answer": answer, "crows": crows, "needs_approval": needs_approval},
+            ItemAnswered(item_id=item.item_id, answer=answer, crows=crows, needs_approval=needs_approval),
             list_id=list_id,
         )
         if needs_approval:

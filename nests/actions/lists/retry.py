@@ -14,14 +14,13 @@ from typing import Any
 from django.db import transaction
 
 from flock.errors import BadInput, Conflict, NotFound
-from flock.events import emit, register_event_names
+from flock.events import emit
 from flock.models import Crow
 from nests.actions.lists.ending import lock_list
 from nests.actions.lists.sorties import plan_sortie
 from nests.models import Item, Sortie, TodoList
+from nests.payloads import ItemRetried
 from trust.models import Target, Verdict
-
-register_event_names("item.retried")
 
 NOTE_MAX_CHARS = 2000
 MAX_ATTEMPTS = 10
@@ -79,14 +78,10 @@ def retry_item(item_id: str, *, note: Any = None, by: str = "owner") -> Item:
         todo.save(update_fields=["status", "finished_at", "items_done_at"])
         emit(
             "item.retried",
-            {
-                "item_id": item.item_id,
-                "attempt": item.attempt,
-                "note": note,
-                "by": by,
-                "previous": previous["skip_reason"] or "overruled",
-                "reopened": reopened,
-            },
+            ItemRetried(
+                item_id=item.item_id, attempt=item.attempt, note=note, by=by,
+                previous=previous["skip_reason"] or "overruled", reopened=reopened,
+            ),
             list_id=todo.list_id,
         )
         plan_sortie(item, role=Sortie.Role.SENTRY, crow=sentry, task="triage")

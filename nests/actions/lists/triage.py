@@ -20,17 +20,17 @@ from flock import jev as jev_service
 from flock.actions import log_jev_tags
 from flock.brains import BrainReply
 from flock.db import action_atomic
-from flock.events import emit, register_event_names
+from flock.events import emit
 from flock.personas import TASK_TYPES
 from nests.actions.lists.progress import fit_subtasks, start_flights
 from nests.models import Item
+from nests.payloads import ItemTriaged
 from trust.actions import open_approval, record_auto_verdict
 from trust.models import Target
 from trust.queries import FLOCK_HOLDER, all_trusted
 
 log = logging.getLogger("crows.lists")
 
-register_event_names("item.triaged")
 
 MODES = ("solo", "split", "murder")
 REASON_MAX_CHARS = 500
@@ -176,14 +176,10 @@ def conclude_triage(item: Item, *, reply: BrainReply, jev: dict[str, Any]) -> It
         list_id = item.todo_list.list_id
         emit(
             "item.triaged",
-            {
-                "item_id": item.item_id,
-                "mode": triage.mode,
-                "task_type": triage.task_type,
-                "subtasks": triage.subtasks,
-                "reason": triage.reason,
-                "needs_approval": needs_approval,
-            },
+            ItemTriaged(
+                item_id=item.item_id, mode=triage.mode, task_type=triage.task_type, subtasks=triage.subtasks,
+                reason=triage.reason, needs_approval=needs_approval,
+            ),
             list_id=list_id,
         )
         if needs_approval:
