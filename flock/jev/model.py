@@ -196,14 +196,9 @@ def _choice_order(
 
 def ordered_logits(pipeline: Pipeline, texts: Sequence[str], choices: Sequence[str]) -> NDArray[np.float64]:
     """The pipeline's logits for ``texts`` in the question's choice order."""
-    return ordered_pipeline_logits(pipeline, [prepare(t) for t in texts], choices)
-
-
-def ordered_pipeline_logits(
-    pipeline: Pipeline, prepared: Sequence[str], choices: Sequence[str]
-) -> NDArray[np.float64]:
-    """The pipeline's logits for already prepared texts, in the question's choice order."""
-    return _choice_order(pipeline_logits(pipeline, prepared), list(pipeline.classes_), choices)
+    return _choice_order(
+        pipeline_logits(pipeline, [prepare(t) for t in texts]), list(pipeline.classes_), choices
+    )
 
 
 class _SharedCounts:
@@ -415,15 +410,9 @@ class Scorer:
 
     def __init__(self, model: TrainedModel) -> None:
         self._temperature = model.temperature
-        self._choices = model.choices
-        self._pipeline: Pipeline | None = None
-        if _tfidf_blocks(model.pipeline) is None:
-            # Another feature set than the standard union: its blocks are not TF-IDF sums
-            # this class knows how to redo, so scikit-learn scores it (a millisecond or two
-            # a pair, which the chatroom asks once per open expectation).
-            self._pipeline = model.pipeline
-            self.coded = None
-            return
+        # Dense blocks (pair_features.cues): each one's function of a list of texts and its
+        # slice of the coefficients. None in the standard union.
+        self._dense: tuple[tuple[Callable[[list[str]], sparse.csr_matrix], NDArray[np.float64]], ...] = ()
         union: FeatureUnion = model.pipeline.named_steps["features"]
         classifier: LinearSVC = model.pipeline.named_steps["classifier"]
         coef = np.asarray(classifier.coef_, dtype=np.float64)
@@ -436,6 +425,9 @@ class Scorer:
         order = [classes.index(choice) for choice in model.choices]
         coef, intercept = coef[order], intercept[order]
 
+        if _tfidf_blocks(model.pipeline) is None:
+            self._init_views(union, coef, intercept)
+            return
         vectorizers = [vectorizer for _, vectorizer in union.transformer_list]
         # The union's idf weights and coefficients (one row per column, C-contiguous for row
         # gathers), which each block's are a slice of.
@@ -461,9 +453,39 @@ class Scorer:
         if self.coded is not None:
             self._tf = _LOG_TF if parts[0].sublinear_tf else _TF
 
+    def _init_views(self, union: FeatureUnion, coef: NDArray[np.float64], intercept: NDArray[np.float64]) -> None:
+        """The plain path for pair_features.py's union: each TF-IDF block reads its view of
+        the text (a ``FunctionTransformer`` before its vectorizer), and a dense block's
+        features are computed and weighted as they are. scikit-learn's own
+        ``decision_function`` on one pair costs over ten times as much, in validation."""
+        self._weights = np.ascontiguousarray(coef.T)
+        parts: list[_Part] = []
+        dense = []
+        offset = 0
+        for _, block in union.transformer_list:
+            if isinstance(block, Pipeline):
+                view, vectorizer = block.named_steps["view"].func, block.named_steps["tfidf"]
+                count = term_counter(vectorizer)
+                size = len(vectorizer.vocabulary_)
+                parts.append(
+                    _Part(
+                        count_terms=_viewed(view, count),
+                        vocabulary=vectorizer.vocabulary_,
+                        idf=np.asarray(vectorizer.idf_, dtype=np.float64),
+                        sublinear_tf=vectorizer.sublinear_tf,
+                        weights=self._weights[offset : offset + size],
+                    )
+                )
+            else:
+                size = block.func([""]).shape[1]
+                dense.append((block.func, self._weights[offset : offset + size]))
+            offset += size
+        self._parts = tuple(parts)
+        self._dense = tuple(dense)
+        self._intercept = intercept
+        self.coded = None
+
     def logits(self, prepared: str) -> NDArray[np.float64]:
-        if self._pipeline is not None:
-            return ordered_pipeline_logits(self._pipeline, [prepared], self._choices)[0]
         if self.coded is None:
             return self._plain_logits(prepared)
         logits = self._intercept.copy()
@@ -507,10 +529,18 @@ class Scorer:
                 tf = np.log(tf) + 1.0
             values = tf * part.idf[columns]
             logits += (values @ part.weights[columns]) / np.sqrt(values @ values)
+        for features, weights in self._dense:
+            logits += features([prepared]).toarray()[0] @ weights
         return logits
 
     def probabilities(self, prepared: str) -> NDArray[np.float64]:
         return softmax(self.logits(prepared), self._temperature)
+
+
+def _viewed(
+    view: Callable[[list[str]], list[str]], count: Callable[[str], Counter[str]]
+) -> Callable[[str], Counter[str]]:
+    return lambda text: count(view([text])[0])
 
 
 # A term's sublinear tf, 1 + log(count), by count (and the count itself as a float, for a

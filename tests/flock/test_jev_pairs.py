@@ -116,10 +116,12 @@ def test_expectation_met_is_scored_by_its_pair_pipeline_and_answers(db):
         ("owner: @Hugin pull p99 latency for checkout-api", "Hugin: grafana keeps timing out, I give up on this one"),
         ("Munin: I'll write the migration by noon", "Soot: anyone for lunch?"),
     ]
-    texts = [pair_text(first, second) for first, second in pairs]
+    texts = [pair_text(first, second) for first, second in pairs] + [e.text for e in question.train_examples()[::25]]
+    # The scorer's own sums (its plain path through each block's view) against scikit-learn's.
     expected = ordered_logits(loaded.model.pipeline, texts, question.choices)
     for text, row in zip(texts, expected, strict=True):
-        assert loaded.scorer.logits(prepare(text)).tolist() == pytest.approx(row.tolist())
+        assert loaded.scorer.logits(prepare(text)).tolist() == pytest.approx(row.tolist(), abs=1e-9)
+    for text, row in zip(texts[:3], expected, strict=True):
         answer = jev.ask("expectation_met", text, second_opinion=False)
         assert set(answer.probs) == {"met", "missed", "pending"}
         assert answer.choice == question.choices[int(row.argmax())]
