@@ -18,10 +18,10 @@ takes its own view of it:
   apology, "done"/"here is" and progress markers, and how much of the opening's content
   the later message repeats.
 
-Left one writer out at a time on the writers' 1,374 lines this scored 0.73 accuracy where
+Left one writer out at a time on the writers' 1,374 lines this scored 0.726 accuracy where
 the single bag of n-grams scored 0.687 (docs/JEV.md, "expectation_met", for every step).
-The pipeline is plain scikit-learn: model.Scorer scores it through ``decision_function``,
-not its coded fast path, which is for the standard union only.
+model.Scorer sums it through each block's view (``Scorer._init_views``); the coded fast
+path (ngrams.py) is the standard union's only.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ _STOP = frozenset(
     "pls please u be with from as so do have has need want".split()
 )
 # The cues' weight against the TF-IDF blocks (each an L2 unit): chosen left one writer out
-# (0.3 and 1.0 were both worse than 0.5).
+# (0.3 and 1.0 were both less accurate than 0.5).
 CUE_SCALE = 0.5
 _REFUSAL = re.compile(
     r"\b(can'?t|cannot|won'?t|unable|not going to|no longer|gave up|give up|giving up|skip|skipping|forgot|"
