@@ -49,6 +49,9 @@ DEFAULT_HIGH_THRESHOLD = 0.8
 TRAIN_SUFFIX = ".jsonl"
 DEV_SUFFIX = ".dev.jsonl"
 META_SUFFIX = ".json"
+# The metadata's ``features``: model.py's standard union, or pair_features.py's blocks.
+FEATURES_STANDARD = "standard"
+FEATURES_PAIR = "pair"
 
 
 class JevError(CrowsError):
@@ -64,8 +67,6 @@ class UnknownQuestionError(JevError):
 
 
 ORIGINAL_WRITER = "original"
-FEATURES_STANDARD = "standard"
-FEATURES_PAIR = "pair"
 WRITERS_DIR = "writers"
 
 
