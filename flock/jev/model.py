@@ -36,7 +36,8 @@ from sklearn.svm import LinearSVC
 
 from flock.jev.calibration import fit_temperature, softmax
 from flock.jev.ngrams import CodedVocabulary
-from flock.jev.questions import Example, JevDataError, Question
+from flock.jev.pair_features import build_features as build_pair_features
+from flock.jev.questions import FEATURES_PAIR, FEATURES_STANDARD, Example, JevDataError, Question
 from flock.jev.text import prepare
 
 logger = logging.getLogger(__name__)
@@ -110,8 +111,15 @@ def frame(prepared: str) -> str:
     return f"{BOS} {prepared} {EOS}"
 
 
-def build_pipeline(punctuation: bool = False) -> Pipeline:
-    features = FeatureUnion(
+def build_pipeline(punctuation: bool = False, features: str = FEATURES_STANDARD) -> Pipeline:
+    """The standard union of word and char TF-IDF into a linear SVM, or, for a question whose
+    metadata says ``"features": "pair"``, pair_features.py's blocks into one (its C too was
+    chosen left one writer out, on expectation_met: 0.3 and 0.5 were no better)."""
+    if features == FEATURES_PAIR:
+        return Pipeline(
+            [("features", build_pair_features(WORD_TOKENS)), ("classifier", LinearSVC(C=SVM_C, random_state=0))]
+        )
+    union = FeatureUnion(
         [
             # Single-letter tokens ("I", "a") are kept: "I'll take it" and "you'll take it"
             # are different kinds, and only the pronoun tells them apart. With
@@ -145,7 +153,7 @@ def build_pipeline(punctuation: bool = False) -> Pipeline:
     # A fixed seed: liblinear shuffles the data, and a model must not differ between two
     # machines that train it from the same files.
     classifier = LinearSVC(C=SVM_C, random_state=0)
-    return Pipeline([("features", features), ("classifier", classifier)])
+    return Pipeline([("features", union), ("classifier", classifier)])
 
 
 def pipeline_logits(pipeline: Pipeline, prepared: Sequence[str]) -> NDArray[np.float64]:
@@ -153,8 +161,10 @@ def pipeline_logits(pipeline: Pipeline, prepared: Sequence[str]) -> NDArray[np.f
     return _scores(pipeline, list(prepared))
 
 
-def _fit(texts: Sequence[str], labels: Sequence[str], punctuation: bool = False) -> Pipeline:
-    pipeline = build_pipeline(punctuation)
+def _fit(
+    texts: Sequence[str], labels: Sequence[str], punctuation: bool = False, features: str = FEATURES_STANDARD
+) -> Pipeline:
+    pipeline = build_pipeline(punctuation, features)
     pipeline.fit([prepare(t) for t in texts], list(labels))
     return pipeline
 
@@ -225,7 +235,7 @@ class _SharedCounts:
 
 
 def out_of_writer(
-    examples: Sequence[Example], choices: Sequence[str], punctuation: bool = False
+    examples: Sequence[Example], choices: Sequence[str], punctuation: bool = False, features: str = FEATURES_STANDARD
 ) -> OutOfWriter | None:
     """Leave-one-writer-out logits for every example, or None with fewer than two writers
     that each have lines of at least two choices."""
@@ -239,13 +249,22 @@ def out_of_writer(
     for writer in by_writer:
         if len(set(labels[writers != writer])) < 2:
             return None
-    counts = _SharedCounts([prepare(e.text) for e in examples], punctuation)
+    prepared = [prepare(e.text) for e in examples]
     logits = np.zeros((len(examples), len(choices)))
-    for writer, rows in by_writer.items():
-        fit_rows = np.flatnonzero(writers != writer)
-        fit_x, score_x = counts.fold(fit_rows, np.asarray(rows))
-        classifier = build_pipeline().named_steps["classifier"].fit(fit_x, labels[fit_rows])
-        logits[rows] = _choice_order(_scores(classifier, score_x), list(classifier.classes_), choices)
+    if features != FEATURES_STANDARD:
+        # No shared counts for other feature sets: each fold fits the whole pipeline.
+        for writer, rows in by_writer.items():
+            fit_rows = np.flatnonzero(writers != writer)
+            pipeline = build_pipeline(punctuation, features).fit([prepared[i] for i in fit_rows], labels[fit_rows])
+            fold_logits = pipeline_logits(pipeline, [prepared[i] for i in rows])
+            logits[rows] = _choice_order(fold_logits, list(pipeline.classes_), choices)
+    else:
+        counts = _SharedCounts(prepared, punctuation)
+        for writer, rows in by_writer.items():
+            fit_rows = np.flatnonzero(writers != writer)
+            fit_x, score_x = counts.fold(fit_rows, np.asarray(rows))
+            classifier = build_pipeline().named_steps["classifier"].fit(fit_x, labels[fit_rows])
+            logits[rows] = _choice_order(_scores(classifier, score_x), list(classifier.classes_), choices)
     targets = np.array([list(choices).index(e.label) for e in examples], dtype=np.intp)
     temperatures = {
         writer: fit_temperature(logits[writers != writer], targets[writers != writer]) for writer in by_writer
@@ -273,19 +292,19 @@ def train(question: Question, data_hash: str) -> TrainedModel:
     if strangers:
         raise JevDataError(f"{question.dev_path}: labels not in the training data: {sorted(strangers)}")
 
-    punctuation = question.punctuation_tokens
-    held_out = out_of_writer(examples, question.choices, punctuation)
+    punctuation, features = question.punctuation_tokens, question.features
+    held_out = out_of_writer(examples, question.choices, punctuation, features)
     if held_out is not None:
         # Calibrate for text written by someone the model has not read: the temperature is
         # fitted on every line as scored by a model trained without its writer's lines. A
         # same-author dev split would make the model look (and be calibrated) surer than it
         # is on a stranger's words.
-        pipeline = _fit(texts, labels, punctuation)
+        pipeline = _fit(texts, labels, punctuation, features)
         targets = np.array([question.choices.index(label) for label in labels], dtype=np.intp)
         temperature = fit_temperature(held_out.logits, targets)
         calibrated_on, n_calibration = "out-of-writer", len(examples)
     elif dev:
-        pipeline = _fit(texts, labels, punctuation)
+        pipeline = _fit(texts, labels, punctuation, features)
         temperature = _temperature_on(pipeline, [e.text for e in dev], [e.label for e in dev])
         calibrated_on, n_calibration = "dev", len(dev)
     elif min(Counter(labels).values()) >= MIN_PER_CHOICE_FOR_HELD_OUT:
@@ -295,11 +314,11 @@ def train(question: Question, data_hash: str) -> TrainedModel:
         fit_texts, held_texts, fit_labels, held_labels = train_test_split(
             texts, labels, test_size=HELD_OUT_FRACTION, stratify=labels, random_state=0
         )
-        temperature = _temperature_on(_fit(fit_texts, fit_labels, punctuation), held_texts, held_labels)
-        pipeline = _fit(texts, labels, punctuation)
+        temperature = _temperature_on(_fit(fit_texts, fit_labels, punctuation, features), held_texts, held_labels)
+        pipeline = _fit(texts, labels, punctuation, features)
         calibrated_on, n_calibration = "held-out slice", len(held_texts)
     else:
-        pipeline = _fit(texts, labels, punctuation)
+        pipeline = _fit(texts, labels, punctuation, features)
         temperature, calibrated_on, n_calibration = 1.0, "none", 0
 
     return TrainedModel(
@@ -378,10 +397,22 @@ class _Part:
     weights: NDArray[np.float64]  # (block features, choices), C-contiguous for row gathers
 
 
+def _tfidf_blocks(pipeline: Pipeline) -> list[TfidfVectorizer] | None:
+    """The union's vectorizers when every block is a plain TfidfVectorizer (the standard
+    union), else None (pair_features.py's blocks, which Scorer leaves to scikit-learn)."""
+    union: FeatureUnion = pipeline.named_steps["features"]
+    blocks = [block for _, block in union.transformer_list]
+    return blocks if all(isinstance(block, TfidfVectorizer) for block in blocks) else None
+
+
 class Scorer:
     """Computes the pipeline's calibrated probabilities for one prepared string."""
 
     def __init__(self, model: TrainedModel) -> None:
+        self._temperature = model.temperature
+        # Dense blocks (pair_features.cues): each one's function of a list of texts and its
+        # slice of the coefficients. None in the standard union.
+        self._dense: tuple[tuple[Callable[[list[str]], sparse.csr_matrix], NDArray[np.float64]], ...] = ()
         union: FeatureUnion = model.pipeline.named_steps["features"]
         classifier: LinearSVC = model.pipeline.named_steps["classifier"]
         coef = np.asarray(classifier.coef_, dtype=np.float64)
@@ -394,6 +425,9 @@ class Scorer:
         order = [classes.index(choice) for choice in model.choices]
         coef, intercept = coef[order], intercept[order]
 
+        if _tfidf_blocks(model.pipeline) is None:
+            self._init_views(union, coef, intercept)
+            return
         vectorizers = [vectorizer for _, vectorizer in union.transformer_list]
         # The union's idf weights and coefficients (one row per column, C-contiguous for row
         # gathers), which each block's are a slice of.
@@ -415,10 +449,41 @@ class Scorer:
             offset += size
         self._parts = tuple(parts)
         self._intercept = intercept
-        self._temperature = model.temperature
         self.coded = model.coded or coded_vocabulary(vectorizers)
         if self.coded is not None:
             self._tf = _LOG_TF if parts[0].sublinear_tf else _TF
+
+    def _init_views(self, union: FeatureUnion, coef: NDArray[np.float64], intercept: NDArray[np.float64]) -> None:
+        """The plain path for pair_features.py's union: each TF-IDF block reads its view of
+        the text (a ``FunctionTransformer`` before its vectorizer), and a dense block's
+        features are computed and weighted as they are. scikit-learn's own
+        ``decision_function`` on one pair costs over ten times as much, in validation."""
+        self._weights = np.ascontiguousarray(coef.T)
+        parts: list[_Part] = []
+        dense = []
+        offset = 0
+        for _, block in union.transformer_list:
+            if isinstance(block, Pipeline):
+                view, vectorizer = block.named_steps["view"].func, block.named_steps["tfidf"]
+                count = term_counter(vectorizer)
+                size = len(vectorizer.vocabulary_)
+                parts.append(
+                    _Part(
+                        count_terms=_viewed(view, count),
+                        vocabulary=vectorizer.vocabulary_,
+                        idf=np.asarray(vectorizer.idf_, dtype=np.float64),
+                        sublinear_tf=vectorizer.sublinear_tf,
+                        weights=self._weights[offset : offset + size],
+                    )
+                )
+            else:
+                size = block.func([""]).shape[1]
+                dense.append((block.func, self._weights[offset : offset + size]))
+            offset += size
+        self._parts = tuple(parts)
+        self._dense = tuple(dense)
+        self._intercept = intercept
+        self.coded = None
 
     def logits(self, prepared: str) -> NDArray[np.float64]:
         if self.coded is None:
@@ -464,10 +529,18 @@ class Scorer:
                 tf = np.log(tf) + 1.0
             values = tf * part.idf[columns]
             logits += (values @ part.weights[columns]) / np.sqrt(values @ values)
+        for features, weights in self._dense:
+            logits += features([prepared]).toarray()[0] @ weights
         return logits
 
     def probabilities(self, prepared: str) -> NDArray[np.float64]:
         return softmax(self.logits(prepared), self._temperature)
+
+
+def _viewed(
+    view: Callable[[list[str]], list[str]], count: Callable[[str], Counter[str]]
+) -> Callable[[str], Counter[str]]:
+    return lambda text: count(view([text])[0])
 
 
 # A term's sublinear tf, 1 + log(count), by count (and the count itself as a float, for a
@@ -567,8 +640,8 @@ def load_or_train(question: Question, cache_dir: Path) -> tuple[TrainedModel, bo
             if isinstance(model, TrainedModel) and model.version == model_version(question.name, data_hash):
                 return model, True
     model = train(question, data_hash)
-    union: FeatureUnion = model.pipeline.named_steps["features"]
-    model.coded = coded_vocabulary([vectorizer for _, vectorizer in union.transformer_list])
+    blocks = _tfidf_blocks(model.pipeline)
+    model.coded = coded_vocabulary(blocks) if blocks is not None else None
     logger.info("jev: trained %s in %.1f s (%s)", model.version, model.train_seconds, model.calibrated_on)
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)

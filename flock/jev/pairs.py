@@ -14,14 +14,14 @@ What Jev reads, in this order:
    the opening message names among its first four words, any case: "@Hugin …",
    "Munin, please …", "quill can u …"), ``_by_other_`` (anyone else);
 2. the later message's text (its speaker left out: the token says what matters of it);
-3. the separator, then the opening message's first OPENING_WORDS words (its verb and
-   addressee: "summarise the Q3 report", "I'll have the", ...).
+3. the separator, then the opening message's text (its speaker left out too).
 
-Why not both texts whole: Jev's features are bags of n-grams, and the opening message's
-words, mostly the topic both messages share, drowned the later message's, which decide
-met, missed or pending. On the writers' lines, left one writer out at a time, both texts
-whole scored 0.634 accuracy, the later message alone 0.685, and this 0.678 with the best
-calibration (ECE 0.011) (docs/JEV.md, "expectation_met").
+``expectation_met`` reads these parts apart (``"features": "pair"`` in its metadata,
+pair_features.py): word and character n-grams of the later message, the opening's first
+OPENING_WORDS words, and what the two share. Read as one bag of n-grams instead (a pair
+question without that setting), the opening's words, mostly the topic both messages share,
+drown the later message's, which decide met, missed or pending; until pair-v2 this text
+therefore carried only the opening's first six words (docs/JEV.md, "expectation_met").
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ import re
 PAIR_SEPARATOR = "\n⟶ "
 # Part of a pair question's data hash (questions.Question.data_hash): change it with
 # `pair_text`, or a model cached for the old text would be served for the new one.
-PAIR_VERSION = "pair-v1"
+PAIR_VERSION = "pair-v2"  # v2: the opening message whole, not its first six words
+# How many of the opening message's words the pair features read as its verb and addressee
+# ("summarise the Q3 report", "I'll have the ...").
 OPENING_WORDS = 6
 _SPEAKER_RE = re.compile(r"\s*([^:\n]{1,40}):\s*(.*)", re.DOTALL)
 _WORD_RE = re.compile(r"@?([A-Za-z][\w-]*)")
@@ -71,5 +73,4 @@ def pair_text(first: str, second: str) -> str:
     later; both `"<Speaker>: <text>"` (speaker_line)."""
     _, later_text = split_speaker(second)
     _, opening_text = split_speaker(first)
-    head = " ".join(opening_text.split()[:OPENING_WORDS])
-    return f"{who_speaks(first, second)} {later_text}{PAIR_SEPARATOR}{head}"
+    return f"{who_speaks(first, second)} {later_text}{PAIR_SEPARATOR}{opening_text}"

@@ -11,7 +11,9 @@ Layout of a data directory (the built-in one is ``flock/jev/data/``):
     Metadata: ``label_field`` (default: the question's name), ``high_threshold`` (default
     0.8), ``choices`` (an ordering; default: sorted labels), ``description``, ``rules``
     (how the labels are given, a string or a list of lines, for the LLM second opinion) and
-    ``punctuation_tokens`` (default false: whether ? ! : and " are word tokens, model.py).
+    ``punctuation_tokens`` (default false: whether ? ! : and " are word tokens, model.py)
+    and ``features`` (default ``"standard"``, model.py's union; ``"pair"``, for a pair
+    question only, reads its two messages apart: pair_features.py).
 ``input_fields`` in the metadata (optional)
     Two field names (``["expectation", "message"]``): the question reads a pair of texts.
     Its lines hold those two fields instead of ``text``, and they are joined by
@@ -47,6 +49,9 @@ DEFAULT_HIGH_THRESHOLD = 0.8
 TRAIN_SUFFIX = ".jsonl"
 DEV_SUFFIX = ".dev.jsonl"
 META_SUFFIX = ".json"
+# The metadata's ``features``: model.py's standard union, or pair_features.py's blocks.
+FEATURES_STANDARD = "standard"
+FEATURES_PAIR = "pair"
 
 
 class JevError(CrowsError):
@@ -92,6 +97,8 @@ class Question:
     punctuation_tokens: bool = False
     # ``input_fields`` in the metadata: the two fields a pair question's lines hold.
     input_fields: tuple[str, ...] = ()
+    # ``features`` in the metadata: FEATURES_STANDARD or FEATURES_PAIR (model.build_pipeline).
+    features: str = FEATURES_STANDARD
 
     def files(self) -> tuple[Path, ...]:
         own = tuple(p for p in (self.train_path, self.dev_path, self.meta_path) if p is not None and p.is_file())
@@ -245,7 +252,17 @@ def load_question(train_path: Path) -> Question:
         rules=_rules(meta, meta_path),
         punctuation_tokens=_flag(meta, "punctuation_tokens", meta_path),
         input_fields=input_fields,
+        features=_features(meta, meta_path, input_fields),
     )
+
+
+def _features(meta: dict[str, object], meta_path: Path, input_fields: tuple[str, ...]) -> str:
+    features = meta.get("features", FEATURES_STANDARD)
+    if features not in (FEATURES_STANDARD, FEATURES_PAIR):
+        raise JevDataError(f"{meta_path}: features must be {FEATURES_STANDARD!r} or {FEATURES_PAIR!r}")
+    if features == FEATURES_PAIR and not input_fields:
+        raise JevDataError(f"{meta_path}: features {FEATURES_PAIR!r} needs two input_fields")
+    return str(features)
 
 
 def _input_fields(meta: dict[str, object], meta_path: Path) -> tuple[str, ...]:

@@ -14,8 +14,12 @@ from django.core.management import CommandError, call_command
 
 from flock.jev import Jev, JevDataError
 from flock.jev.evaluate import writer_report
+from flock.jev.model import ordered_logits
+from flock.jev.pair_features import split_pair
 from flock.jev.pairs import PAIR_SEPARATOR, pair_text, speaker_line, who_speaks
-from flock.jev.questions import discover
+from flock.jev.questions import FEATURES_PAIR, discover
+from flock.jev.service import default_jev
+from flock.jev.text import prepare
 from flock.jev.writers import import_writers, read_manifest
 
 META = {"label_field": "done", "input_fields": ["ask", "reply"], "choices": ["yes", "no"], "high_threshold": 0.6}
@@ -46,7 +50,7 @@ def done_dir(tmp_path: Path) -> Path:
 
 def test_the_pair_text_leads_with_who_speaks_and_the_later_message():
     opening, later = speaker_line("owner", "@Hugin summarise the Q3 report by 5pm please"), speaker_line("Hugin", "Here: revenue up 4%.")
-    assert pair_text(opening, later) == f"_by_asked_ Here: revenue up 4%.{PAIR_SEPARATOR}@Hugin summarise the Q3 report by"
+    assert pair_text(opening, later) == f"_by_asked_ Here: revenue up 4%.{PAIR_SEPARATOR}@Hugin summarise the Q3 report by 5pm please"
     assert who_speaks(opening, speaker_line("owner", "never mind")) == "_by_owner_"
     assert who_speaks("Munin: I'll have it by noon", "Munin: done") == "_by_asker_"
     assert who_speaks("owner: quill can u review it", "Quill: approved") == "_by_asked_"
@@ -94,3 +98,39 @@ def test_jev_eval_without_a_file_reports_the_writers_held_out(db):
     assert "writer-h" in text and "writer-i" in text and "writer-j" in text
     with pytest.raises(CommandError, match="nothing to report"):
         call_command("jev_eval", "--question", "expectation_met", "--no-lowo")
+
+
+def test_the_pair_features_read_the_prepared_pair_text_back_into_its_parts():
+    text = prepare(pair_text("owner: @Hugin translate the update into German", "Hugin: done, translated\nto Dutch"))
+    assert split_pair(text) == ("_by_asked_", "done, translated to dutch", "_crow_ translate the update into german")
+
+
+def test_expectation_met_is_scored_by_its_pair_pipeline_and_answers(db):
+    jev = default_jev()
+    question = jev.question("expectation_met")
+    assert question.features == FEATURES_PAIR
+    loaded = jev.loaded("expectation_met")
+    assert loaded.scorer.coded is None  # the coded fast path is the standard union's
+    pairs = [
+        ("owner: @Hugin pull p99 latency for checkout-api", "Hugin: p99 checkout-api last 24h: 480ms, 1.9s at the spike"),
+        ("owner: @Hugin pull p99 latency for checkout-api", "Hugin: grafana keeps timing out, I give up on this one"),
+        ("Munin: I'll write the migration by noon", "Soot: anyone for lunch?"),
+    ]
+    texts = [pair_text(first, second) for first, second in pairs] + [e.text for e in question.train_examples()[::25]]
+    # The scorer's own sums (its plain path through each block's view) against scikit-learn's.
+    expected = ordered_logits(loaded.model.pipeline, texts, question.choices)
+    for text, row in zip(texts, expected, strict=True):
+        assert loaded.scorer.logits(prepare(text)).tolist() == pytest.approx(row.tolist(), abs=1e-9)
+    for text, row in zip(texts[:3], expected[:3], strict=True):
+        answer = jev.ask("expectation_met", text, second_opinion=False)
+        assert set(answer.probs) == {"met", "missed", "pending"}
+        assert answer.choice == question.choices[int(row.argmax())]
+
+
+def test_the_pair_features_need_a_pair_question(done_dir):
+    (done_dir / "done.json").write_text(json.dumps({**META, "input_fields": [], "features": FEATURES_PAIR}))
+    _, broken = discover(done_dir)
+    assert "needs two input_fields" in broken["done"].message
+    (done_dir / "done.json").write_text(json.dumps({**META, "features": "fancy"}))
+    _, broken = discover(done_dir)
+    assert "features must be" in broken["done"].message
