@@ -21,8 +21,12 @@ PRELUDE = """
 import json, os
 import psycopg
 from django.db import transaction
-from flock.events import FLOOR_KEY_BASE, emit, final_horizon
-import nests.actions.messages  # registers nest.message
+from typing import TypedDict
+from flock.events import FLOOR_KEY_BASE, emit, final_horizon, register_event
+
+# A test-only event: emit checks a payload against its event's TypedDict, and these
+# scripts only count ids and floors.
+register_event("test.floor", TypedDict("Floor", {"n": int}))
 
 reader = psycopg.connect(os.environ["DATABASE_URL"], autocommit=True)
 
@@ -39,11 +43,11 @@ steps = {}
 # The floors this transaction holds at each step, the ids taken so far and the horizon.
 SCRIPT = PRELUDE + """
 with transaction.atomic():
-    ids = [emit("nest.message", {"n": n}, nest_id="todo").id for n in range(3)]
+    ids = [emit("test.floor", {"n": n}, nest_id="todo").id for n in range(3)]
     steps["three emits"] = {"floors": floors(), "ids": ids}
     try:
         with transaction.atomic():
-            inner = emit("nest.message", {"n": 3}, nest_id="todo").id
+            inner = emit("test.floor", {"n": 3}, nest_id="todo").id
             steps["savepoint"] = {"floors": floors(), "ids": [inner]}
             raise RuntimeError("roll the savepoint back")
     except RuntimeError:
@@ -51,16 +55,16 @@ with transaction.atomic():
     steps["after rollback"] = {"floors": floors()}
 with transaction.atomic():
     with transaction.atomic():
-        first = emit("nest.message", {"n": 4}, nest_id="todo").id
+        first = emit("test.floor", {"n": 4}, nest_id="todo").id
         steps["fresh, in a savepoint"] = {"floors": floors(), "ids": [first]}
     steps["savepoint released"] = {"floors": floors()}
     try:
         with transaction.atomic():
-            emit("nest.message", {"n": 5}, nest_id="todo")
+            emit("test.floor", {"n": 5}, nest_id="todo")
             raise RuntimeError("roll back an inner one")
     except RuntimeError:
         pass
-    later = emit("nest.message", {"n": 6}, nest_id="todo").id
+    later = emit("test.floor", {"n": 6}, nest_id="todo").id
     steps["outer floor kept"] = {"floors": floors(), "ids": [later], "horizon": final_horizon()}
 steps["committed"] = {"floors": floors()}
 # Whether or not an emit took the floor, it stores what the stream sends.
@@ -100,13 +104,13 @@ SAVEPOINT_FIRST = PRELUDE + """
 with transaction.atomic():
     try:
         with transaction.atomic():
-            emit("nest.message", {"n": 1}, nest_id="todo")
+            emit("test.floor", {"n": 1}, nest_id="todo")
             steps["in savepoint"] = floors()
             raise RuntimeError("roll back the first emit")
     except RuntimeError:
         pass
     steps["rolled back"] = floors()
-    later = emit("nest.message", {"n": 2}, nest_id="todo").id
+    later = emit("test.floor", {"n": 2}, nest_id="todo").id
     steps["next emit"] = {"floors": floors(), "id": later}
 print(json.dumps(steps))
 """
@@ -125,7 +129,7 @@ ONE_STATEMENT = PRELUDE + """
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 with transaction.atomic(), CaptureQueriesContext(connection) as seen:
-    ids = [emit("nest.message", {"n": n}, nest_id="todo").id for n in range(3)]
+    ids = [emit("test.floor", {"n": n}, nest_id="todo").id for n in range(3)]
     held = floors()
 from flock.models import Event
 rows = list(Event.objects.filter(id__in=ids).order_by("id").values("id", "name", "nest_key", "payload"))
@@ -146,5 +150,5 @@ def test_the_floor_rides_on_the_transactions_first_insert(tmp_path):
     assert len(result["held"]) == 1 and result["held"][0] <= min(result["ids"])
     assert [r["id"] for r in result["rows"]] == result["ids"]
     for row, n in zip(result["rows"], range(3), strict=True):
-        assert row["name"] == "nest.message" and row["nest_key"] == "todo"
+        assert row["name"] == "test.floor" and row["nest_key"] == "todo"
         assert row["payload"]["n"] == n and row["payload"]["nest_id"] == "todo"
