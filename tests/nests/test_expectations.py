@@ -5,10 +5,8 @@ budget sends the summary instead of a nudge. Misses never move trust."""
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -39,17 +37,6 @@ STALLING = [
 @pytest.fixture
 def launch(db):
     return create_nest("Launch", crows=["Hugin", "Munin"])
-
-
-@pytest.fixture
-def script(settings, tmp_path: Path):
-    def install(rules: list[dict]) -> Path:
-        path = tmp_path / f"rules-{len(list(tmp_path.iterdir()))}.json"
-        path.write_text(json.dumps(rules))
-        settings.CROWS_BRAIN = f"script:{path}"
-        return path
-
-    return install
 
 
 def counter(nudge: NestMessage) -> str:

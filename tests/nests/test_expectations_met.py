@@ -8,9 +8,6 @@ the reactor handed a room and a message directly."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 from django.db import transaction
 
@@ -35,17 +32,6 @@ fake_jev = chat_support.fake_jev
 @pytest.fixture
 def launch(db):
     return create_nest("Launch", crows=["Hugin", "Munin", "Pepper"])
-
-
-@pytest.fixture
-def script(settings, tmp_path: Path):
-    def install(rules: list[dict]) -> Path:
-        path = tmp_path / f"rules-{len(list(tmp_path.iterdir()))}.json"
-        path.write_text(json.dumps(rules))
-        settings.CROWS_BRAIN = f"script:{path}"
-        return path
-
-    return install
 
 
 def nudges(crow: str = "Hugin") -> list[NestMessage]:

@@ -4,9 +4,7 @@ the events in order on the room's stream. A quarantined crow addressed yields a 
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -28,19 +26,6 @@ fake_jev = chat_support.fake_jev
 @pytest.fixture
 def launch(db):
     return create_nest("Launch", crows=["Hugin", "Munin", "Pepper", "Inky"])
-
-
-@pytest.fixture
-def script(settings, tmp_path: Path):
-    """`script(rules)`: every crow thinks with a script: brain running these rules."""
-
-    def install(rules: list[dict]) -> Path:
-        path = tmp_path / f"rules-{len(list(tmp_path.iterdir()))}.json"
-        path.write_text(json.dumps(rules))
-        settings.CROWS_BRAIN = f"script:{path}"
-        return path
-
-    return install
 
 
 def room_log(nest_id: str = "launch") -> list[tuple[str, str, str]]:
