@@ -146,7 +146,11 @@ def test_no_page_scrolls_sideways_on_a_phone(wide: WideContent, open_at: Callabl
         # The long code line scrolls inside its own block, which the keyboard can reach; so
         # does a table, in a box named for the answer it is in.
         pre = page.locator(".answer-md pre").first
-        assert pre.evaluate("el => el.scrollWidth > el.clientWidth"), "the code line was cut or wrapped"
+        # Waited for, not read once: on a busy machine the answer may still be laid out.
+        scrolls = pre.element_handle().wait_for_element_state("stable") or pre.evaluate(
+            "el => el.scrollWidth > el.clientWidth"
+        )
+        assert scrolls, "the code line was cut or wrapped"
         assert pre.get_attribute("tabindex") == "0"
         table_box = page.locator(".answer-md .table-wrap").first
         assert table_box.get_attribute("tabindex") == "0"

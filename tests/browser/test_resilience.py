@@ -83,7 +83,7 @@ def test_the_page_says_reconnecting_as_soon_as_the_network_drops(flock, open_pag
     page = open_page(flock.url + "/nests/todo")
     page.context.set_offline(True)
     expect(page.locator("#conn")).to_have_attribute("data-state", "reconnecting", timeout=5_000)
-    done = httpx.post(flock.url + "/api/nests/todo/messages", json={"author": "owner", "text": "Sent while you were offline."})
+    done = flock.post("/api/nests/todo/messages", {"author": "owner", "text": "Sent while you were offline."})
     assert done.status_code == 201
     page.context.set_offline(False)
     expect(page.locator(".msg", has_text="Sent while you were offline.")).to_have_count(1, timeout=15_000)
