@@ -1,4 +1,4 @@
-"""Corrections, acknowledged once by the crow corrected (CHATROOM_SPEC 4, rules;
+"""Corrections, acknowledged once by the crow corrected (
 docs/GOVERNANCE.md, "5. Corrections acknowledged once").
 
 A **correction** is an owner's message that refers to a crow's message (`refers_to`, set

@@ -1,5 +1,5 @@
 """Jev judges the room's open expectations against each new message (docs/GOVERNANCE.md,
-"4. Jev judges expectations against the room"; CHATROOM_SPEC 7, "Check").
+"4. Jev judges expectations against the room").
 
 Jev's `expectation_met` question reads a pair: the message that opened the expectation and
 the new one, each as `"<Speaker>: <text>"`, joined by `flock.jev.pairs.pair_text` (the same

@@ -280,7 +280,7 @@ def check_post(
 
 
 def _fabricated_source(crow: Crow, target: ChatRequest, text: str, *, said: str = "") -> Finding | None:
-    """CHATROOM_SPEC 4's own example of a flag ("claimed a retrieval job and wrote
+    """docs/GOVERNANCE.md, "7. Fabrication": the example of a flag ("claimed a retrieval job and wrote
     fiction"): a delivery on a research or retrieval request that cites no source, or cites
     links or documents that appear nowhere the crow could have read them. One that says
     plainly it has no source claims none and is not read so. Quill's and
