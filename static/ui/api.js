@@ -11,6 +11,18 @@ export class ApiError extends Error {
   }
 }
 
+// Set once this page is on its way out (the owner logged out, or followed a link): a 401
+// answering a request still in flight must not start a second navigation to /login that
+// aborts the one already under way.
+let leaving = false;
+if (typeof window !== "undefined") {
+  window.addEventListener("beforeunload", () => { leaving = true; });
+  window.addEventListener("pagehide", () => { leaving = true; });
+  document.addEventListener("submit", (event) => {
+    if (event.target instanceof HTMLFormElement && event.target.classList.contains("logout-form")) leaving = true;
+  });
+}
+
 export async function api(method, path, body) {
   const init = { method, headers: { Accept: "application/json" } };
   if (body !== undefined) {
@@ -23,7 +35,7 @@ export async function api(method, path, body) {
   } catch {
     throw new ApiError(0, "Could not reach the flock: the server is not answering. Check that it is running, then try again.");
   }
-  if (response.status === 401 && typeof location !== "undefined" && location.pathname !== "/login") {
+  if (response.status === 401 && !leaving && typeof location !== "undefined" && location.pathname !== "/login") {
     // The owner token is set and this browser's login cookie is missing or stale
     // (docs/SECURITY.md): log in again, then come back here. The login page itself reads
     // the waiting count too (the nav of every page); it stays where it is.
