@@ -16,7 +16,9 @@ if _why:
     pytest.skip(_why, allow_module_level=True)
 
 # Every script starts here: floors() lists the id floors held in the database, read
-# through a second connection, as a reader sees them in pg_locks.
+# through a second connection, as a reader sees them in pg_locks. pg_locks shows the whole
+# server's locks: only this fresh database's count (another test's transaction on another
+# database of the same server holds floors of its own).
 PRELUDE = """
 import json, os
 import psycopg
@@ -33,7 +35,8 @@ reader = psycopg.connect(os.environ["DATABASE_URL"], autocommit=True)
 def floors():
     rows = reader.execute(
         "SELECT (classid::bigint << 32) | objid::bigint FROM pg_locks"
-        " WHERE locktype = 'advisory' AND objsubid = 1 AND classid >= %s AND classid < %s",
+        " WHERE locktype = 'advisory' AND objsubid = 1 AND classid >= %s AND classid < %s"
+        " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
         [FLOOR_KEY_BASE >> 32, (FLOOR_KEY_BASE >> 32) * 2]).fetchall()
     return sorted(r[0] - FLOOR_KEY_BASE for r in rows)
 
