@@ -14,25 +14,13 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import brentq, minimize_scalar
 
+from flock.jev.serving import softmax
+
 # Bounds keep a degenerate held-out set (all correct, or tiny) from driving T to 0 or
 # infinity, which would turn every answer into a certainty or into a uniform guess.
 MIN_TEMPERATURE = 0.05
 MAX_TEMPERATURE = 20.0
 ECE_BINS = 10
-
-
-def softmax(logits: NDArray[np.float64], temperature: float = 1.0) -> NDArray[np.float64]:
-    scaled = logits / temperature
-    if scaled.ndim == 1:
-        # One message's logits, on every tag's path: the same operations in place, without
-        # the axis bookkeeping (a test holds each row equal to the batch's).
-        scaled -= scaled.max()
-        np.exp(scaled, out=scaled)
-        scaled /= scaled.sum()
-        return scaled
-    scaled = scaled - scaled.max(axis=-1, keepdims=True)
-    exp = np.exp(scaled)
-    return exp / exp.sum(axis=-1, keepdims=True)
 
 
 def _nll(logits: NDArray[np.float64], targets: NDArray[np.intp], temperature: float) -> float:

@@ -17,10 +17,11 @@ import numpy as np
 from sklearn.metrics import confusion_matrix, f1_score, precision_recall_fscore_support
 
 from flock.jev.answers import BAND_HIGH
-from flock.jev.calibration import ECE_BINS, expected_calibration_error, fit_temperature, softmax
+from flock.jev.calibration import ECE_BINS, expected_calibration_error, fit_temperature
 from flock.jev.model import ordered_logits
 from flock.jev.questions import JevDataError, JevError
 from flock.jev.service import Jev, default_jev
+from flock.jev.serving import softmax
 
 # Each message is tagged this many times for the latency figures, after one warm-up pass,
 # so a 150-line file yields enough calls for a p99 that is more than its single maximum.
@@ -312,18 +313,18 @@ def writer_report(question: str = "kind", *, jev: Jev | None = None) -> WriterRe
     with a temperature fitted on its own labels.
     """
     jev = jev or default_jev()
-    loaded = jev.loaded(question)
-    held = loaded.model.out_of_writer
+    trained = jev.trained(question)
+    held = trained.out_of_writer
     if held is None:
         return None
-    choices = list(loaded.model.choices)
+    choices = list(trained.choices)
     writers = np.array(held.writers)
     labels = list(held.labels)
     hard = np.array(held.hard, dtype=bool)
     raw = softmax(held.logits, 1.0)
     temperatures = np.array([[held.writer_temperatures[w]] for w in held.writers])
     calibrated = softmax(held.logits / temperatures, 1.0)
-    threshold = loaded.question.high_threshold
+    threshold = jev.question(question).high_threshold
     figures = []
     for writer in dict.fromkeys(held.writers):
         rows = writers == writer
@@ -341,9 +342,9 @@ def writer_report(question: str = "kind", *, jev: Jev | None = None) -> WriterRe
         )
     pooled = _figures("all", choices, labels, raw, calibrated, hard, list(held.texts), threshold)
     dev_temperature = ece_dev = None
-    dev = loaded.question.dev_examples()
+    dev = jev.question(question).dev_examples()
     if dev:
-        dev_logits = ordered_logits(loaded.model.pipeline, [e.text for e in dev], choices)
+        dev_logits = ordered_logits(trained.pipeline, [e.text for e in dev], choices)
         dev_targets = np.array([choices.index(e.label) for e in dev], dtype=np.intp)
         dev_temperature = fit_temperature(dev_logits, dev_targets)
         with_dev_t = softmax(held.logits, dev_temperature)
@@ -351,8 +352,8 @@ def writer_report(question: str = "kind", *, jev: Jev | None = None) -> WriterRe
         ece_dev = expected_calibration_error(with_dev_t.max(axis=1), right)
     return WriterReport(
         question=question,
-        version=loaded.model.version,
-        temperature=loaded.model.temperature,
+        version=trained.version,
+        temperature=trained.temperature,
         high_threshold=threshold,
         columns=choices,
         writers=figures,

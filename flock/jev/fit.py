@@ -16,7 +16,9 @@ stop words removed) with char_wb 3-5 grams, so "price" on a task still meets "pr
 Fitting takes a couple of seconds of CPU, so the fitted vectorizer is cached beside the
 models (``fit-vocab-<data>-v<n>-sklearn<version>.pickle`` in Jev's cache directory, keyed by
 every question's data hash): a server that starts with it cached is ready at once, and
-``manage.py jev_warm`` writes it before the server starts.
+``manage.py jev_warm`` writes it before the server starts. What is cached is the union's
+arithmetic in serving.py's types (``ServedVocabulary``), so a server reads it, and scores,
+without importing scikit-learn; only fitting it does.
 
 The score is a similarity, not a probability: unrelated texts land near 0, and even a
 good match rarely passes 0.3. Compare the scores of several crows for one task; do not read
@@ -30,24 +32,22 @@ import hashlib
 import logging
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
 from flock.jev.service import default_jev
+from flock.jev.serving import ServedVocabulary, read_cached, trainer_version
 from flock.jev.text import prepare
-
-if TYPE_CHECKING:
-    from scipy.sparse import csr_matrix
-    from sklearn.pipeline import FeatureUnion
 
 TASK_TYPE_QUESTION = "task_type"
 # Bump when the vectorizer's settings or its corpus's preparation change: part of the cache key.
-VOCAB_VERSION = 1
+# 2: cached as serving.ServedVocabulary, not as scikit-learn's FeatureUnion.
+VOCAB_VERSION = 2
 
 log = logging.getLogger("crows.jev")
 
-_vectorizer: FeatureUnion | None = None
+_vectorizer: ServedVocabulary | None = None
 _lock = threading.Lock()
 
 
@@ -60,19 +60,21 @@ def _background_corpus() -> list[str]:
 
 def vocabulary_cache_path() -> Path:
     """Where the fitted vectorizer for the questions' current data is cached."""
-    import sklearn
-
     jev = default_jev()
     digest = hashlib.sha256()
     for name, question in sorted(jev.questions().items()):
         digest.update(f"{name}\0{question.data_hash()}\0".encode())
-    return jev.cache_dir / f"fit-vocab-{digest.hexdigest()[:16]}-v{VOCAB_VERSION}-sklearn{sklearn.__version__}.pickle"
+    return jev.cache_dir / f"fit-vocab-{digest.hexdigest()[:16]}-v{VOCAB_VERSION}-sklearn{trainer_version()}.pickle"
 
 
-def _fit() -> FeatureUnion:
-    # Imported on first use, like the models: see Jev.loaded.
+def _fit_and_cache(path: Path) -> ServedVocabulary:
+    """Fit the union on the built-in questions' texts and cache what serving it needs. An
+    unwritable cache only costs the next process the fit again."""
+    # Imported on first use, like the models' training (Jev._train): serving never needs it.
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.pipeline import FeatureUnion
+
+    from flock.jev.model import served_blocks, write_atomically  # late: it imports scikit-learn
 
     union = FeatureUnion(
         [
@@ -81,18 +83,21 @@ def _fit() -> FeatureUnion:
         ]
     )
     union.fit(_background_corpus())
-    return union
+    vocabulary = ServedVocabulary(blocks=served_blocks(union))  # type: ignore[arg-type]  # TF-IDF blocks only
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, vocabulary)
+        for old in [*path.parent.glob("fit-vocab-*.pickle"), *path.parent.glob("fit-vocab-*.joblib")]:
+            if old != path:
+                old.unlink(missing_ok=True)
+    except OSError:
+        log.warning("jev: could not cache the fit vocabulary in %s", path.parent, exc_info=True)
+    return vocabulary
 
 
-def _load_or_fit() -> tuple[FeatureUnion, bool]:
+def _load_or_fit() -> tuple[ServedVocabulary, bool]:
     """The vectorizer from the cache, or fitted now and cached; and whether it was cached.
-    An unreadable cache file is refitted; one that cannot be written only costs the next
-    process the fit again."""
-    from sklearn.pipeline import FeatureUnion
-
-    # Late: flock.jev.model imports scikit-learn, which `import flock.jev` must not.
-    from flock.jev.model import _write_atomically, read_cached
-
+    An unreadable cache file is refitted."""
     path = vocabulary_cache_path()
     if path.exists():
         try:
@@ -100,21 +105,12 @@ def _load_or_fit() -> tuple[FeatureUnion, bool]:
         except Exception:
             log.warning("jev: unreadable fit vocabulary %s, refitting", path, exc_info=True)
         else:
-            if isinstance(cached, FeatureUnion):
+            if isinstance(cached, ServedVocabulary):
                 return cached, True
-    union = _fit()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomically(path, union)
-        for old in [*path.parent.glob("fit-vocab-*.pickle"), *path.parent.glob("fit-vocab-*.joblib")]:
-            if old != path:
-                old.unlink(missing_ok=True)
-    except OSError:
-        log.warning("jev: could not cache the fit vocabulary in %s", path.parent, exc_info=True)
-    return union, False
+    return _fit_and_cache(path), False
 
 
-def _fitted() -> FeatureUnion:
+def _fitted() -> ServedVocabulary:
     global _vectorizer
     if _vectorizer is None:
         with _lock:
@@ -156,11 +152,10 @@ def _with_task_type(task_text: str) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def _unit_vector(text: str) -> csr_matrix | None:
-    """The text's TF-IDF vector scaled to length 1, or None when no known n-gram occurs."""
-    vector = _fitted().transform([prepare(text)]).tocsr()
-    norm = float(np.sqrt(vector.multiply(vector).sum()))
-    return vector / norm if norm > 0.0 else None
+def _unit_vector(text: str) -> tuple[NDArray[np.intp], NDArray[np.float64]] | None:
+    """The text's TF-IDF vector scaled to length 1 (its columns and values), or None when
+    no known n-gram occurs."""
+    return _fitted().unit_vector(prepare(text))
 
 
 def fit_score(task_text: str, crow_profile_text: str) -> float:
@@ -171,4 +166,5 @@ def fit_score(task_text: str, crow_profile_text: str) -> float:
     task, profile = _unit_vector(_with_task_type(task_text)), _unit_vector(crow_profile_text)
     if task is None or profile is None:
         return 0.0
-    return float(np.clip(task.multiply(profile).sum(), 0.0, 1.0))
+    _, in_task, in_profile = np.intersect1d(task[0], profile[0], assume_unique=True, return_indices=True)
+    return float(np.clip(task[1][in_task] @ profile[1][in_profile], 0.0, 1.0))

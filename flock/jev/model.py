@@ -1,13 +1,16 @@
-"""Training, the on-disk cache, and the fast single-message scorer.
+"""Training and the on-disk cache: everything of Jev's that needs scikit-learn.
 
 The model is a scikit-learn pipeline: a FeatureUnion of word 1-2 gram and char 2-5 gram
 TF-IDF, into a linear SVM (one-vs-rest), plus one temperature (calibration.py) fitted on
 out-of-writer predictions when the corpus has several writers.
 
-Prediction does not go through ``Pipeline.predict_proba``. On one short string sklearn spends
-most of its time in input validation and sparse-matrix plumbing, not arithmetic. ``Scorer``
-keeps the fitted analyzers, vocabularies, idf weights and coefficients and does the same
-sum directly (tests hold the two equal), which makes a tag cost a fraction of a millisecond.
+Prediction does not go through ``Pipeline.predict_proba``, nor through scikit-learn at all.
+On one short string sklearn spends most of its time in input validation and sparse-matrix
+plumbing, not arithmetic, and importing it costs a process start more than a second.
+``served_model`` takes the fitted analyzers' settings, vocabularies, idf weights and
+coefficients out of the pipeline into serving.py's types, cached beside the trained model;
+``serving.Scorer`` does the same sum directly (tests hold the two equal), which makes a tag
+cost a fraction of a millisecond, and serving processes never import this module.
 """
 
 from __future__ import annotations
@@ -19,33 +22,41 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
 from pathlib import Path
 
 import numpy as np
-import sklearn
 from numpy.typing import NDArray
 from scipy import sparse
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import FeatureUnion, Pipeline
-from sklearn.preprocessing import normalize
+from sklearn.preprocessing import FunctionTransformer, normalize
 from sklearn.svm import LinearSVC
 
-from flock.jev.calibration import fit_temperature, softmax
+from flock.jev.calibration import fit_temperature
 from flock.jev.ngrams import CodedVocabulary
+from flock.jev.pair_features import SERVED_DENSE
 from flock.jev.pair_features import build_features as build_pair_features
 from flock.jev.questions import FEATURES_PAIR, FEATURES_STANDARD, Example, JevDataError, Question
+from flock.jev.serving import (
+    CODE_VERSION,
+    WHITE_SPACES,
+    Block,
+    Counting,
+    DenseBlock,
+    ServedModel,
+    TermBlock,
+    frame,
+    model_version,
+    read_cached,
+    served_path,
+    trainer_version,
+)
 from flock.jev.text import prepare
 
 logger = logging.getLogger(__name__)
-
-# Bump when features, preprocessing or training change: it is part of every cache key and
-# of every answer's version, so old caches are retrained rather than silently reused.
-CODE_VERSION = "v4"  # v2-v3: writers, out-of-writer temperature, SVM, framed text, char n-grams; v4: URIs of any scheme, no ellipsis files
-IMPL = "sklearn"
 
 # Inverse regularisation of the linear SVM, chosen by leave-one-writer-out accuracy on
 # kind (flat from 0.6 to 2). The temperature turns its margins into probabilities.
@@ -54,7 +65,6 @@ WORD_TOKENS = r"(?u)\b\w+\b"
 # With the question's "punctuation_tokens" (kind's), ? ! : and " are word tokens too.
 WORD_AND_PUNCTUATION_TOKENS = r"(?u)\b\w+\b|[?!:\"]"
 TOKEN_PATTERNS = (WORD_TOKENS, WORD_AND_PUNCTUATION_TOKENS)
-BOS, EOS = "_bos_", "_eos_"
 # Fraction held out to fit the temperature when a question ships no dev file, and the
 # fewest examples of each choice for which that slice is still worth taking.
 HELD_OUT_FRACTION = 0.2
@@ -96,19 +106,7 @@ class TrainedModel:
     n_train: int
     n_calibration: int
     train_seconds: float
-    impl: str = IMPL
     out_of_writer: OutOfWriter | None = None
-    # The vocabulary's integer codes (ngrams.py), computed once when the model is trained
-    # and cached with it: coding kind's terms takes 0.2 s of CPU, which every server and
-    # worker start would otherwise pay again. None: computed when loaded.
-    coded: CodedVocabulary | None = None
-
-
-def frame(prepared: str) -> str:
-    """The text the vectorizers see: ``prepare``'s output between start and end markers, so
-    n-grams can tell where a message opens and closes ("_bos_ _crow_ can" is a request
-    opening with its addressee; "_crow_ _eos_" one that names it last)."""
-    return f"{BOS} {prepared} {EOS}"
 
 
 def build_pipeline(punctuation: bool = False, features: str = FEATURES_STANDARD) -> Pipeline:
@@ -335,222 +333,98 @@ def train(question: Question, data_hash: str) -> TrainedModel:
     )
 
 
-def model_version(name: str, data_hash: str) -> str:
-    return f"{name}-{data_hash[:8]}-{CODE_VERSION}"
+def counting_of(vectorizer: TfidfVectorizer, view: object = None) -> Counting:
+    """How a fitted vectorizer finds its terms, as serving.py reproduces it; ValueError for
+    a set-up it does not (every vectorizer Jev builds is one it does: a test holds it)."""
+    analyzer = vectorizer.analyzer
+    plain = (
+        vectorizer.input == "content"
+        and vectorizer.strip_accents is None
+        and vectorizer.tokenizer is None
+        and not vectorizer.binary
+        and vectorizer.norm == "l2"
+        and vectorizer.use_idf
+        and analyzer in ("word", "char", "char_wb")
+        and (analyzer == "word" or vectorizer.stop_words is None)
+        and vectorizer.stop_words in (None, "english")
+        and (vectorizer.preprocessor is None or getattr(vectorizer.preprocessor, "__module__", "").startswith("flock."))
+        and WHITE_SPACES.pattern == vectorizer._white_spaces.pattern
+    )
+    if not plain:
+        raise ValueError(f"Jev cannot serve this vectorizer without scikit-learn: {vectorizer!r}")
+    stop_words = vectorizer.get_stop_words()
+    return Counting(
+        analyzer=analyzer,
+        ngram_range=tuple(vectorizer.ngram_range),
+        token_pattern=vectorizer.token_pattern,
+        lowercase=vectorizer.lowercase,
+        preprocessor=vectorizer.preprocessor,
+        stop_words=frozenset(stop_words) if stop_words is not None else None,
+        view=view,  # type: ignore[arg-type]  # a module-level function of a list of texts
+    )
 
 
-def term_counter(vectorizer: TfidfVectorizer) -> Callable[[str], Counter[str]]:
-    """The counts of the terms ``vectorizer``'s analyzer finds in a string, in the order it
-    finds them first: ``Counter(vectorizer.build_analyzer()(text))``, made faster for the
-    two analyzers Jev's pipeline uses (a tag spends most of its time here).
-
-    scikit-learn builds each n-gram in a Python loop; here the slicing and the joining run
-    in C (``map``) and ``Counter`` counts them as they come, in the same order, so the
-    terms, their counts and the order ``Scorer`` sums them in are the same (a test holds
-    it). Any other analyzer set-up is counted from scikit-learn's own analyzer."""
-    config = (vectorizer.input, vectorizer.stop_words, vectorizer.tokenizer, vectorizer.ngram_range)
-    preprocess = vectorizer.preprocessor
-    if not callable(preprocess) or config[:3] != ("content", None, None):
-        return _counted(vectorizer.build_analyzer())
-    low, high = config[3]
-    if vectorizer.analyzer == "char" and low >= 2:
-        white_spaces = vectorizer._white_spaces  # the runs sklearn's _char_ngrams folds
-
-        def count_chars(text: str) -> Counter[str]:
-            text = white_spaces.sub(" ", preprocess(text))
-            length = len(text)
-            piece = text.__getitem__
-            return Counter(
-                chain.from_iterable(
-                    map(piece, map(slice, range(length - n + 1), range(n, length + 1)))
-                    for n in range(low, min(high + 1, length + 1))
-                )
-            )
-
-        return count_chars
-    if vectorizer.analyzer == "word" and low == 1:
-        tokenize = vectorizer.build_tokenizer()
-
-        def count_words(text: str) -> Counter[str]:
-            tokens = tokenize(preprocess(text))
-            counts = Counter(tokens)
-            for n in range(2, min(high + 1, len(tokens) + 1)):
-                counts.update(map(" ".join, zip(*(tokens[i:] for i in range(n)), strict=False)))
-            return counts
-
-        return count_words
-    return _counted(vectorizer.build_analyzer())
+def term_block(vectorizer: TfidfVectorizer, view: object = None) -> TermBlock:
+    return TermBlock(
+        counting=counting_of(vectorizer, view),
+        vocabulary=dict(vectorizer.vocabulary_),
+        idf=np.asarray(vectorizer.idf_, dtype=np.float64),
+        sublinear_tf=vectorizer.sublinear_tf,
+    )
 
 
-def _counted(analyze: Callable[[str], Iterable[str]]) -> Callable[[str], Counter[str]]:
-    return lambda text: Counter(analyze(text))
+def served_blocks(union: FeatureUnion) -> tuple[Block, ...]:
+    """The union's blocks in its column order: a TF-IDF block, the same behind a view
+    (pair_features.py's ``Pipeline`` of a ``FunctionTransformer`` and a vectorizer), or a
+    dense block (a ``FunctionTransformer`` of pair_features.SERVED_DENSE)."""
+    blocks: list[Block] = []
+    for _, block in union.transformer_list:
+        if isinstance(block, TfidfVectorizer):
+            blocks.append(term_block(block))
+        elif isinstance(block, Pipeline):
+            blocks.append(term_block(block.named_steps["tfidf"], view=block.named_steps["view"].func))
+        elif isinstance(block, FunctionTransformer) and block.func in SERVED_DENSE:
+            served = SERVED_DENSE[block.func]
+            blocks.append(DenseBlock(features=served, width=block.func([""]).shape[1]))  # type: ignore[arg-type]
+        else:
+            raise ValueError(f"Jev cannot serve this block without scikit-learn: {block!r}")
+    return tuple(blocks)
 
 
-@dataclass(frozen=True, slots=True)
-class _Part:
-    """One TF-IDF block of the FeatureUnion, with its slice of the coefficients."""
-
-    count_terms: Callable[[str], Counter[str]]
-    vocabulary: dict[str, int]
-    idf: NDArray[np.float64]
-    sublinear_tf: bool
-    weights: NDArray[np.float64]  # (block features, choices), C-contiguous for row gathers
+def served_model(model: TrainedModel) -> ServedModel:
+    """The trained pipeline's arithmetic, for serving.Scorer."""
+    union: FeatureUnion = model.pipeline.named_steps["features"]
+    classifier: LinearSVC = model.pipeline.named_steps["classifier"]
+    coef = np.asarray(classifier.coef_, dtype=np.float64)
+    intercept = np.asarray(classifier.intercept_, dtype=np.float64)
+    if coef.shape[0] == 1:
+        coef = np.vstack([np.zeros_like(coef), coef])
+        intercept = np.array([0.0, intercept[0]])
+    # Reorder classes_ (sorted) into the question's choice order once, here.
+    classes = list(classifier.classes_)
+    order = [classes.index(choice) for choice in model.choices]
+    coef, intercept = coef[order], intercept[order]
+    vectorizers = _tfidf_blocks(model.pipeline)
+    return ServedModel(
+        question=model.question,
+        version=model.version,
+        choices=model.choices,
+        temperature=model.temperature,
+        calibrated_on=model.calibrated_on,
+        n_train=model.n_train,
+        blocks=served_blocks(union),
+        weights=np.ascontiguousarray(coef.T),
+        intercept=intercept,
+        coded=coded_vocabulary(vectorizers) if vectorizers is not None else None,
+    )
 
 
 def _tfidf_blocks(pipeline: Pipeline) -> list[TfidfVectorizer] | None:
     """The union's vectorizers when every block is a plain TfidfVectorizer (the standard
-    union), else None (pair_features.py's blocks, which Scorer leaves to scikit-learn)."""
+    union), else None (pair_features.py's blocks, which the codes do not cover)."""
     union: FeatureUnion = pipeline.named_steps["features"]
     blocks = [block for _, block in union.transformer_list]
     return blocks if all(isinstance(block, TfidfVectorizer) for block in blocks) else None
-
-
-class Scorer:
-    """Computes the pipeline's calibrated probabilities for one prepared string."""
-
-    def __init__(self, model: TrainedModel) -> None:
-        self._temperature = model.temperature
-        # Dense blocks (pair_features.cues): each one's function of a list of texts and its
-        # slice of the coefficients. None in the standard union.
-        self._dense: tuple[tuple[Callable[[list[str]], sparse.csr_matrix], NDArray[np.float64]], ...] = ()
-        union: FeatureUnion = model.pipeline.named_steps["features"]
-        classifier: LinearSVC = model.pipeline.named_steps["classifier"]
-        coef = np.asarray(classifier.coef_, dtype=np.float64)
-        intercept = np.asarray(classifier.intercept_, dtype=np.float64)
-        if coef.shape[0] == 1:
-            coef = np.vstack([np.zeros_like(coef), coef])
-            intercept = np.array([0.0, intercept[0]])
-        # Reorder classes_ (sorted) into the question's choice order once, here.
-        classes = list(classifier.classes_)
-        order = [classes.index(choice) for choice in model.choices]
-        coef, intercept = coef[order], intercept[order]
-
-        if _tfidf_blocks(model.pipeline) is None:
-            self._init_views(union, coef, intercept)
-            return
-        vectorizers = [vectorizer for _, vectorizer in union.transformer_list]
-        # The union's idf weights and coefficients (one row per column, C-contiguous for row
-        # gathers), which each block's are a slice of.
-        self._idf = np.concatenate([np.asarray(v.idf_, dtype=np.float64) for v in vectorizers])
-        self._weights = np.ascontiguousarray(coef.T)
-        parts: list[_Part] = []
-        offset = 0
-        for vectorizer in vectorizers:
-            size = len(vectorizer.vocabulary_)
-            parts.append(
-                _Part(
-                    count_terms=term_counter(vectorizer),
-                    vocabulary=vectorizer.vocabulary_,
-                    idf=self._idf[offset : offset + size],
-                    sublinear_tf=vectorizer.sublinear_tf,
-                    weights=self._weights[offset : offset + size],
-                )
-            )
-            offset += size
-        self._parts = tuple(parts)
-        self._intercept = intercept
-        self.coded = model.coded or coded_vocabulary(vectorizers)
-        if self.coded is not None:
-            self._tf = _LOG_TF if parts[0].sublinear_tf else _TF
-
-    def _init_views(self, union: FeatureUnion, coef: NDArray[np.float64], intercept: NDArray[np.float64]) -> None:
-        """The plain path for pair_features.py's union: each TF-IDF block reads its view of
-        the text (a ``FunctionTransformer`` before its vectorizer), and a dense block's
-        features are computed and weighted as they are. scikit-learn's own
-        ``decision_function`` on one pair costs over ten times as much, in validation."""
-        self._weights = np.ascontiguousarray(coef.T)
-        parts: list[_Part] = []
-        dense = []
-        offset = 0
-        for _, block in union.transformer_list:
-            if isinstance(block, Pipeline):
-                view, vectorizer = block.named_steps["view"].func, block.named_steps["tfidf"]
-                count = term_counter(vectorizer)
-                size = len(vectorizer.vocabulary_)
-                parts.append(
-                    _Part(
-                        count_terms=_viewed(view, count),
-                        vocabulary=vectorizer.vocabulary_,
-                        idf=np.asarray(vectorizer.idf_, dtype=np.float64),
-                        sublinear_tf=vectorizer.sublinear_tf,
-                        weights=self._weights[offset : offset + size],
-                    )
-                )
-            else:
-                size = block.func([""]).shape[1]
-                dense.append((block.func, self._weights[offset : offset + size]))
-            offset += size
-        self._parts = tuple(parts)
-        self._dense = tuple(dense)
-        self._intercept = intercept
-        self.coded = None
-
-    def logits(self, prepared: str) -> NDArray[np.float64]:
-        if self.coded is None:
-            return self._plain_logits(prepared)
-        logits = self._intercept.copy()
-        columns, counts, words = self.coded.find(prepared)
-        if not len(columns):
-            return logits
-        # A term occurs at most once per character of the framed text.
-        if len(prepared) + FRAME_CHARS < len(self._tf):
-            tf = self._tf[counts]
-        else:
-            tf = counts.astype(np.float64)
-            if self._parts[0].sublinear_tf:
-                tf = np.log(tf) + 1.0
-        values = tf * self._idf[columns]
-        weights = self._weights[columns]
-        for block in (slice(None, words), slice(words, None)):
-            block_values = values[block]
-            if len(block_values):
-                # Each TfidfVectorizer L2-normalises its own block before the union joins them.
-                logits += (block_values @ weights[block]) / np.sqrt(block_values @ block_values)
-        return logits
-
-    def _plain_logits(self, prepared: str) -> NDArray[np.float64]:
-        """The logits from each block's terms counted as strings and looked up in its
-        vocabulary: for a union ``coded_vocabulary`` cannot code."""
-        logits = self._intercept.copy()
-        for part in self._parts:
-            counted = part.count_terms(prepared)
-            found = len(counted)
-            # The terms' columns, -1 for a term the model never saw: looked up in C.
-            columns = np.fromiter(map(part.vocabulary.get, counted, repeat(-1)), dtype=np.intp, count=found)
-            tf = np.fromiter(counted.values(), dtype=np.float64, count=found)
-            known = columns >= 0
-            if not known.all():
-                # Unseen terms are left out, not weighted zero: a zero in the sums below
-                # would change how BLAS groups their additions, and so their last bits.
-                columns, tf = columns[known], tf[known]
-            if not len(columns):
-                continue
-            if part.sublinear_tf:
-                tf = np.log(tf) + 1.0
-            values = tf * part.idf[columns]
-            logits += (values @ part.weights[columns]) / np.sqrt(values @ values)
-        for features, weights in self._dense:
-            logits += features([prepared]).toarray()[0] @ weights
-        return logits
-
-    def probabilities(self, prepared: str) -> NDArray[np.float64]:
-        return softmax(self.logits(prepared), self._temperature)
-
-
-def _viewed(
-    view: Callable[[list[str]], list[str]], count: Callable[[str], Counter[str]]
-) -> Callable[[str], Counter[str]]:
-    return lambda text: count(view([text])[0])
-
-
-# A term's sublinear tf, 1 + log(count), by count (and the count itself as a float, for a
-# block without sublinear tf): looked up rather than computed per message. numpy's log is
-# the same function on every element of any array, so these are the values the plain path
-# computes (a test holds each one equal to np.log on an array of just that count).
-_TF = np.arange(1 << 15, dtype=np.float64)
-with np.errstate(divide="ignore"):
-    _LOG_TF = np.log(_TF) + 1.0
-FRAME_CHARS = len(frame(""))
 
 
 def coded_vocabulary(vectorizers: Sequence[TfidfVectorizer]) -> CodedVocabulary | None:
@@ -592,19 +466,10 @@ def coded_vocabulary(vectorizers: Sequence[TfidfVectorizer]) -> CodedVocabulary 
 def cache_path(cache_dir: Path, question: Question, data_hash: str) -> Path:
     # The sklearn version is in the file name because its pickles are not portable across
     # versions: an upgrade retrains instead of loading something subtly broken.
-    return cache_dir / f"{question.name}-{data_hash[:16]}-{CODE_VERSION}-sklearn{sklearn.__version__}.pickle"
+    return cache_dir / f"{question.name}-{data_hash[:16]}-{CODE_VERSION}-sklearn{trainer_version()}.pickle"
 
 
-def read_cached(path: Path) -> object:
-    """A cached model, with the standard library's C unpickler. (joblib's loader unpickles
-    in pure Python to handle its own array format: kind's 178,000-term vocabulary took
-    1.2 s of CPU to load that way and 0.14 s this way, in every server and worker that
-    starts; Jev's arrays are small enough that joblib's memory-mapping buys nothing.)"""
-    with open(path, "rb") as file:
-        return pickle.load(file)  # noqa: S301 - Jev's own cache, written by _write_atomically
-
-
-def _write_atomically(path: Path, model: object) -> None:
+def write_atomically(path: Path, model: object) -> None:
     # Two processes may train the same question at once; each writes its own temporary
     # file and renames it into place, so a reader never sees half a pickle.
     temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -616,38 +481,42 @@ def _write_atomically(path: Path, model: object) -> None:
         temporary.unlink(missing_ok=True)
 
 
-def _remove_stale(cache_dir: Path, question: Question, keep: Path) -> None:
+def _remove_stale(cache_dir: Path, question: Question, keep: tuple[Path, ...]) -> None:
     # .joblib: the cache's format before 2026-12-03.
     pattern = re.compile(rf"{re.escape(question.name)}-[0-9a-f]{{16}}-.+\.(pickle|joblib)")
     for old in cache_dir.glob(f"{question.name}-*"):
-        if old != keep and pattern.fullmatch(old.name):
+        if old not in keep and pattern.fullmatch(old.name):
             old.unlink(missing_ok=True)
 
 
-def load_or_train(question: Question, cache_dir: Path) -> tuple[TrainedModel, bool]:
-    """The question's model from the cache if its data is unchanged, else trained and cached.
-
-    Returns the model and whether it came from the cache.
-    """
+def load_or_train(question: Question, cache_dir: Path) -> tuple[TrainedModel, ServedModel, bool]:
+    """The question's trained model from the cache if its data is unchanged, else trained
+    and cached; its served model (serving.py), written beside it when missing; and whether
+    the trained model came from the cache."""
     data_hash = question.data_hash()
     path = cache_path(cache_dir, question, data_hash)
+    cached: TrainedModel | None = None
     if path.exists():
         try:
-            model = read_cached(path)
+            found = read_cached(path)
         except Exception:  # a truncated or foreign file: retraining is always safe
             logger.warning("jev: unreadable cache %s, retraining", path, exc_info=True)
         else:
-            if isinstance(model, TrainedModel) and model.version == model_version(question.name, data_hash):
-                return model, True
-    model = train(question, data_hash)
-    blocks = _tfidf_blocks(model.pipeline)
-    model.coded = coded_vocabulary(blocks) if blocks is not None else None
-    logger.info("jev: trained %s in %.1f s (%s)", model.version, model.train_seconds, model.calibrated_on)
+            if isinstance(found, TrainedModel) and found.version == model_version(question.name, data_hash):
+                cached = found
+    model = cached or train(question, data_hash)
+    if cached is None:
+        logger.info("jev: trained %s in %.1f s (%s)", model.version, model.train_seconds, model.calibrated_on)
+    served = served_model(model)
+    served_file = served_path(cache_dir, question.name, data_hash)
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
-        _write_atomically(path, model)
-        _remove_stale(cache_dir, question, keep=path)
+        if cached is None:
+            write_atomically(path, model)
+        if cached is None or not served_file.exists():
+            write_atomically(served_file, served)
+        _remove_stale(cache_dir, question, keep=(path, served_file))
     except OSError:
         # A read-only data dir must not take the classifier down: serve from memory.
         logger.warning("jev: could not cache %s in %s", model.version, cache_dir, exc_info=True)
-    return model, False
+    return model, served, cached is not None

@@ -21,17 +21,19 @@ from django.core.exceptions import ImproperlyConfigured
 from flock.jev import llm
 from flock.jev.answers import BAND_UNSURE, JevAnswer, band_for
 from flock.jev.questions import PACKAGE_DATA_DIR, JevDataError, Question, UnknownQuestionError, discover
+from flock.jev.serving import Scorer, ServedModel, read_served, served_path
 from flock.jev.text import prepare
 
 log = logging.getLogger("crows.jev")
 
 if TYPE_CHECKING:
-    from flock.jev.model import Scorer, TrainedModel
+    from flock.jev.model import TrainedModel
+
 
 @dataclass(frozen=True, slots=True)
 class LoadedModel:
     question: Question
-    model: TrainedModel
+    model: ServedModel
     scorer: Scorer
     from_cache: bool
 
@@ -98,14 +100,25 @@ class Jev:
         with self._question_locks[name]:
             ready = self._loaded.get(name)
             if ready is None:
-                # scikit-learn is imported here, on first use, not when flock.jev is: it
-                # costs over a second, and most management commands never ask Jev anything.
-                from flock.jev.model import Scorer, load_or_train
-
-                model, from_cache = load_or_train(question, self.cache_dir)
-                ready = LoadedModel(question, model, Scorer(model), from_cache)
+                served = read_served(self.cache_dir, name, question.data_hash())
+                from_cache = served is not None
+                if served is None:
+                    _, served, from_cache = self._train(question)
+                ready = LoadedModel(question, served, Scorer(served), from_cache)
                 self._loaded[name] = ready
         return ready
+
+    def trained(self, name: str) -> TrainedModel:
+        """The question's scikit-learn model (jev_eval's figures, the tests that hold the
+        served arithmetic to the pipeline's): from the cache, or trained now."""
+        return self._train(self.question(name))[0]
+
+    def _train(self, question: Question) -> tuple[TrainedModel, ServedModel, bool]:
+        # Late, and only here: serving reads the served model (serving.py) and never imports
+        # scikit-learn, which costs a process start over two seconds of CPU with scipy.
+        from flock.jev.model import load_or_train
+
+        return load_or_train(question, self.cache_dir)
 
     def broken(self) -> dict[str, JevDataError]:
         """The questions whose data could not be read, by name, with the error naming the file
@@ -116,11 +129,8 @@ class Jev:
     def is_cached(self, name: str) -> bool:
         """Whether the question's model for its current data is in the cache (so loading it
         takes a moment, not a training run)."""
-        # Late: flock.jev.model imports scikit-learn, which `import flock.jev` must not.
-        from flock.jev.model import cache_path
-
         question = self.question(name)
-        return cache_path(self.cache_dir, question, question.data_hash()).exists()
+        return served_path(self.cache_dir, name, question.data_hash()).exists()
 
     def ask(self, question: str, text: str, *, second_opinion: bool = True) -> JevAnswer:
         """Answer ``question`` about ``text``. With ``second_opinion`` (the default) an unsure

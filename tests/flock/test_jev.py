@@ -7,6 +7,7 @@ No test here times anything: latency targets are measured by ``jev_eval`` and
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -20,10 +21,11 @@ from django.core.management import CommandError, call_command
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from flock.jev import Jev, JevDataError, UnknownQuestionError, ask, fit_score, questions
+from flock.jev import Jev, JevDataError, UnknownQuestionError, ask, fit, fit_score, questions
 from flock.jev.answers import BAND_HIGH, BAND_UNSURE, band_for
 from flock.jev.evaluate import EvalInputError, evaluate_file, format_report
 from flock.jev.model import pipeline_logits
+from flock.jev.service import default_cache_dir, default_jev
 from flock.jev.text import MAX_TEXT_CHARS, prepare
 from tests.support import jev_tone as tone
 
@@ -118,14 +120,13 @@ def test_kind_answers_the_protocols_own_examples(text: str, kind: str) -> None:
 
 
 def test_fast_scorer_agrees_with_the_sklearn_pipeline() -> None:
-    from flock.jev.service import default_jev
-
     loaded = default_jev().loaded("kind")
+    pipeline = default_jev().trained("kind").pipeline
     texts = [e.text for e in loaded.question.dev_examples()] + ["", "x" * 10_000, "@Hugin [CLAIM nest-2] ok"]
     prepared = [prepare(t) for t in texts]
-    expected = pipeline_logits(loaded.model.pipeline, prepared)
+    expected = pipeline_logits(pipeline, prepared)
     # The pipeline's columns are sorted labels; the scorer's follow the question's choices.
-    order = [list(loaded.model.pipeline.classes_).index(c) for c in loaded.model.choices]
+    order = [list(pipeline.classes_).index(c) for c in loaded.model.choices]
     got = np.array([loaded.scorer.logits(p) for p in prepared])
     np.testing.assert_allclose(got, expected[:, order], rtol=1e-9, atol=1e-9)
 
@@ -140,7 +141,9 @@ def test_cache_is_reused_and_rebuilt_when_the_data_changes(colour_dir: Path) -> 
     cache = colour_dir.parent / "cache"
     first = colour_jev(colour_dir).loaded("colour")
     assert not first.from_cache
-    [cached] = cache.glob("colour-*.pickle")
+    # The trained model and, beside it, what serving it needs (serving.py).
+    [cached, served] = sorted(cache.glob("colour-*.pickle"))
+    assert served.name.endswith(".served.pickle") and cached.name == served.name.replace(".served", "")
 
     again = colour_jev(colour_dir).loaded("colour")
     assert again.from_cache
@@ -151,8 +154,8 @@ def test_cache_is_reused_and_rebuilt_when_the_data_changes(colour_dir: Path) -> 
     changed = colour_jev(colour_dir).loaded("colour")
     assert not changed.from_cache
     assert changed.model.version != first.model.version
-    # The stale model is removed, so the cache holds one file per question.
-    [rebuilt] = cache.glob("colour-*.pickle")
+    # The stale model is removed, so the cache holds one version per question.
+    [rebuilt, _] = sorted(cache.glob("colour-*.pickle"))
     assert rebuilt != cached
 
 
@@ -437,11 +440,48 @@ def test_the_fit_vocabulary_is_cached_beside_the_models_and_refitted_when_unread
 
     monkeypatch.setattr(fit, "_vectorizer", None)
     assert fit.warm_fit_score() is True  # the next process loads it
-    text = ["chart the weekly signups in a spreadsheet"]
-    assert (fit._fitted().transform(text) != fitted.transform(text)).nnz == 0
+    text = "chart the weekly signups in a spreadsheet"
+
+    def same(a, b) -> bool:
+        return a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
+
+    assert same(fit._fitted().unit_vector(text), fitted.unit_vector(text))
 
     cached.write_bytes(b"not a pickle")
     monkeypatch.setattr(fit, "_vectorizer", None)
     assert fit.warm_fit_score() is False
     assert "unreadable fit vocabulary" in caplog.text
-    assert (fit._fitted().transform(text) != fitted.transform(text)).nnz == 0
+    assert same(fit._fitted().unit_vector(text), fitted.unit_vector(text))
+
+
+SERVING_PROCESS = """
+import sys
+import django
+django.setup()
+import crows_site.urls, flock.management.commands.db_worker  # every view, API and task module
+from flock.jev import ask, fit_score, warm
+from flock.jev.pairs import pair_text
+warm()
+ask("kind", "Taking it, @Hugin.")
+ask("expectation_met", pair_text("owner: @Hugin summarise the report", "Hugin: here it is: revenue up 4%"))
+fit_score("chart the weekly signups", "data and records: tables, numbers, spreadsheets")
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("sklearn", "scipy")))
+"""
+
+
+def test_a_serving_process_answers_every_question_without_importing_scikit_learn_or_scipy(tmp_path: Path) -> None:
+    # Importing them costs a process start about 2.4 s of CPU, and every daphne, worker and
+    # command start would pay it (docs/TESTING.md, "Where the CPU goes"): serving reads the
+    # served models that training cached (flock/jev/serving.py).
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("CROWS_", "DJANGO_"))},
+        "DJANGO_SETTINGS_MODULE": "crows_site.settings",
+        "CROWS_DATA_DIR": str(tmp_path),
+        "CROWS_JEV_CACHE_DIR": str(default_cache_dir()),
+        "PYTHONPATH": str(REPO),
+    }
+    default_jev().warm()  # the served models cached, as jev_warm leaves them
+    fit.warm_fit_score()
+    ran = subprocess.run([sys.executable, "-c", SERVING_PROCESS], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "[]", ran.stdout

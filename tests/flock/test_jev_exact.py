@@ -16,21 +16,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.pipeline import FeatureUnion
 
-from flock.jev.calibration import softmax
 from flock.jev.model import (
-    _LOG_TF,
-    _TF,
-    Scorer,
     TrainedModel,
     build_pipeline,
     coded_vocabulary,
-    frame,
-    term_counter,
+    counting_of,
+    served_blocks,
+    served_model,
 )
 from flock.jev.ngrams import CodedVocabulary
 from flock.jev.questions import FEATURES_STANDARD, read_examples
 from flock.jev.service import default_jev
+from flock.jev.serving import _LOG_TF, _TF, Scorer, ServedVocabulary, frame, softmax, term_counter
 from flock.jev.text import (
     _FILE_RE,
     _FOLDER_RE,
@@ -74,21 +74,21 @@ def plain_prepare(text: str) -> str:
 def plain_logits(scorer: Scorer, analyzers: list, prepared: str) -> np.ndarray:
     """`Scorer.logits` with scikit-learn's analyzers and a loop per term."""
     logits = scorer._intercept.copy()
-    for part, analyze in zip(scorer._parts, analyzers, strict=True):
+    for (_, block, weights), analyze in zip(scorer._parts, analyzers, strict=True):
         columns: list[int] = []
         counts: list[int] = []
         for term, count in Counter(analyze(prepared)).items():
-            column = part.vocabulary.get(term)
+            column = block.vocabulary.get(term)
             if column is not None:
                 columns.append(column)
                 counts.append(count)
         if not columns:
             continue
         tf = np.array(counts, dtype=np.float64)
-        if part.sublinear_tf:
+        if block.sublinear_tf:
             tf = np.log(tf) + 1.0
-        values = tf * part.idf[columns]
-        logits += (values @ part.weights[columns]) / np.sqrt(values @ values)
+        values = tf * block.idf[columns]
+        logits += (values @ weights[columns]) / np.sqrt(values @ values)
     return logits
 
 
@@ -130,7 +130,7 @@ STANDARD = sorted(name for name, spec in default_jev().questions().items() if sp
 @pytest.mark.parametrize("question", STANDARD)
 def test_the_scorer_finds_counts_and_sums_as_scikit_learn_counts_and_a_plain_loop_sums(question: str) -> None:
     loaded = default_jev().loaded(question)
-    vectorizers = [v for _, v in loaded.model.pipeline.named_steps["features"].transformer_list]
+    vectorizers = [v for _, v in default_jev().trained(question).pipeline.named_steps["features"].transformer_list]
     analyzers = [v.build_analyzer() for v in vectorizers]
     scorer = loaded.scorer
     coded = scorer.coded
@@ -145,7 +145,7 @@ def test_the_scorer_finds_counts_and_sums_as_scikit_learn_counts_and_a_plain_loo
         for vectorizer, terms in zip(vectorizers, counted, strict=True):
             # Same terms, counts and first-seen order: the order is the order of the sums.
             if i % 10 == 0:
-                assert list(term_counter(vectorizer)(prepared).items()) == list(terms.items())
+                assert list(term_counter(counting_of(vectorizer))(prepared).items()) == list(terms.items())
         columns, counts, words = coded.find(prepared)
         assert (columns.tolist(), counts.tolist(), words) == vocabulary_terms(vectorizers, counted), prepared
     for text in texts[::40] + EDGES:
@@ -158,7 +158,7 @@ def test_the_scorer_finds_counts_and_sums_as_scikit_learn_counts_and_a_plain_loo
 
 def test_a_long_text_is_scored_past_the_tabulated_counts() -> None:
     scorer = default_jev().loaded("kind").scorer
-    vectorizers = [v for _, v in default_jev().loaded("kind").model.pipeline.named_steps["features"].transformer_list]
+    vectorizers = [v for _, v in default_jev().trained("kind").pipeline.named_steps["features"].transformer_list]
     prepared = "ok " * 12_000  # "ok" 12,000 times: more than the table of counts holds
     assert len(prepared) >= len(_TF)
     expected = plain_logits(scorer, [v.build_analyzer() for v in vectorizers], prepared)
@@ -199,7 +199,7 @@ def test_a_union_the_codes_do_not_cover_is_scored_the_plain_way() -> None:
         question="test", version="test-v", choices=("claim", "deliver", "request", "say"), pipeline=pipeline,
         temperature=1.0, calibrated_on="none", n_train=len(texts), n_calibration=0, train_seconds=0.0,
     )
-    scorer = Scorer(model)
+    scorer = Scorer(served_model(model))
     assert scorer.coded is None
     analyzers = [v.build_analyzer() for v in vectorizers]
     for text in [*texts, "take: it? now", ""]:
@@ -216,3 +216,37 @@ def test_a_union_the_codes_do_not_cover_is_scored_the_plain_way() -> None:
             char_vocabulary={chr(0x4E00 + i) * 2: i for i in range(7000)},
             char_ngrams=(2, 5),
         )
+
+
+def test_the_served_analyzers_count_as_scikit_learns_and_the_fit_vocabulary_transforms_as_its_union() -> None:
+    # The crow-fit vocabulary's blocks (flock/jev/fit.py): English stop words, char_wb; and
+    # a few set-ups Jev does not use today, so a new one is served right from the start.
+    texts = corpus()[::7]
+    prepared = [prepare(t) for t in texts]
+    union = FeatureUnion(
+        [
+            ("words", TfidfVectorizer(stop_words="english", sublinear_tf=True)),
+            ("chars", TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True)),
+        ]
+    ).fit(prepared)
+    others = [
+        TfidfVectorizer(ngram_range=(2, 3)),
+        TfidfVectorizer(analyzer="char", ngram_range=(1, 3), lowercase=False),
+        TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 2)),
+        TfidfVectorizer(token_pattern=r"\S+", ngram_range=(1, 3), stop_words="english"),
+    ]
+    for vectorizer in [v for _, v in union.transformer_list] + [v.fit(prepared) for v in others]:
+        analyze, count = vectorizer.build_analyzer(), term_counter(counting_of(vectorizer))
+        for text in [*texts, *EDGES]:
+            assert list(count(text).items()) == list(Counter(analyze(text)).items()), (vectorizer, text)
+    served = ServedVocabulary(blocks=served_blocks(union))
+    for text in prepared[::5] + EDGES:
+        expected = union.transform([text]).toarray()[0]
+        found = served.unit_vector(text)
+        if not expected.any():
+            assert found is None
+            continue
+        assert found is not None
+        got = np.zeros_like(expected)
+        got[found[0]] = found[1]
+        np.testing.assert_allclose(got, expected / np.linalg.norm(expected), rtol=1e-12, atol=1e-15)

@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 from flock.jev import Jev, JevDataError
 from flock.jev.evaluate import writer_report
 from flock.jev.model import ordered_logits
-from flock.jev.pair_features import split_pair
+from flock.jev.pair_views import split_pair
 from flock.jev.pairs import PAIR_SEPARATOR, pair_text, speaker_line, who_speaks
 from flock.jev.questions import FEATURES_PAIR, discover
 from flock.jev.service import default_jev
@@ -118,7 +118,7 @@ def test_expectation_met_is_scored_by_its_pair_pipeline_and_answers(db):
     ]
     texts = [pair_text(first, second) for first, second in pairs] + [e.text for e in question.train_examples()[::25]]
     # The scorer's own sums (its plain path through each block's view) against scikit-learn's.
-    expected = ordered_logits(loaded.model.pipeline, texts, question.choices)
+    expected = ordered_logits(jev.trained("expectation_met").pipeline, texts, question.choices)
     for text, row in zip(texts, expected, strict=True):
         assert loaded.scorer.logits(prepare(text)).tolist() == pytest.approx(row.tolist(), abs=1e-9)
     for text, row in zip(texts[:3], expected[:3], strict=True):

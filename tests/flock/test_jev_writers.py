@@ -73,7 +73,7 @@ def test_writers_files_join_the_training_data_with_their_writer_recorded(colour_
     assert next(e for e in examples if e.text == "a silver moon").writer == ORIGINAL_WRITER
 
     # Two writers: the temperature comes from out-of-writer predictions.
-    model = jev.loaded("colour").model
+    model = jev.trained("colour")
     assert model.calibrated_on == "out-of-writer"
     held = model.out_of_writer
     assert held is not None and held.logits.shape == (len(examples), 2)
