@@ -60,6 +60,16 @@ def test_an_owners_code_fix_in_a_room_goes_to_the_coder():
     assert tag.choice == "Pepper" and set(tag.probs) == set(WORKERS)
 
 
+@pytest.mark.parametrize("text", ["Fix this Python function", "Debug this script: x = 1/0"])
+def test_an_owners_bare_or_pasted_code_fix_is_a_request_the_coder_answers(text):
+    # The issue's words as an owner types them: with no code yet, or with the code pasted
+    # after a colon (which read as a delivery before Jev learned owners' instructions).
+    _room_with_every_worker()
+    message = post_message("workshop", author="owner", text=text)
+    assert message.kind == "request"
+    assert Invocation.objects.get().crow == "Pepper"
+
+
 def test_an_owners_research_request_in_a_room_goes_to_the_researcher():
     _room_with_every_worker()
     post_message("workshop", author="owner", text=RESEARCH, kind="request")
