@@ -25,6 +25,11 @@ from flock.models import Crow
 
 log = logging.getLogger("crows.fit")
 
+# Where fit scores are compared as numbers (the Sentry's off-task judgement of a claim, the
+# orchestration score of a pick), a crow typed for the work's task type scores this much
+# above its similarity alone: a nudge for a tie, too small to outweigh a real difference.
+TYPED_FIT_BONUS = 0.02
+
 
 def profile(crow: Crow) -> str:
     """What Jev's fit score reads of a crow: its epithet, strength and best task types."""
@@ -39,6 +44,19 @@ def jev_fit(text: str, crow: Crow) -> float:
     except Exception:
         log.warning("fit_score failed for %s; scoring 0", crow.name, exc_info=True)
         return 0.0
+
+
+def typed_fit(text: str, crow: Crow, task_type: str, *, on_failure: float = 0.0) -> float:
+    """Jev's fit score of `text` for `crow`, plus TYPED_FIT_BONUS when the crow is typed
+    for `task_type`; `on_failure` stands for the score when Jev cannot give one (0: the
+    crow is no better than any other; the Sentry passes 1: a claim is not judged off-task
+    on a score nobody computed)."""
+    try:
+        fit = float(jev_service.fit_score(text, profile(crow)))
+    except Exception:
+        log.warning("fit_score failed for %s; scoring %s", crow.name, on_failure, exc_info=True)
+        fit = on_failure
+    return fit + TYPED_FIT_BONUS if is_typed_for(crow, task_type) else fit
 
 
 def ready_without_loading() -> bool:

@@ -30,7 +30,6 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from flock import jev as jev_service
 from flock.db import action_atomic
 from flock.events import emit
 from flock.models import Crow, Flight
@@ -119,13 +118,7 @@ def _undeliverable(d: OrchestrationDecision, *, nest: Nest, refusal: str) -> Eff
 
 
 def _fit_of(crow: Crow, task: str, task_type: str) -> tuple[float, dict[str, Any]]:
-    try:
-        fit = float(jev_service.fit_score(task, f"{crow.epithet}. {crow.strength}. Best at: {', '.join(crow.task_types or [])}."))
-    except Exception:
-        log.warning("fit_score failed for %s", crow.name, exc_info=True)
-        fit = 0.0
-    if task_type in (crow.task_types or []):
-        fit += 0.02
+    fit = crow_fit.typed_fit(task, crow, task_type)
     level = queries.trust_level(crow.name, task_type)
     recent = queries.recent_success(crow.name)
     total = fit * (1 + 0.25 * level) * (0.75 + 0.5 * recent)

@@ -42,13 +42,12 @@ from dataclasses import dataclass, replace
 from django.conf import settings
 from django.db import transaction
 
-from flock import jev as jev_service
 from flock.actions import KEPT_ROLES, lock_for_grounding
 from flock.brains.header import parse_header
 from flock.events import lock_event_log
 from flock.models import Crow, JevTag
 from flock.vocab import HARNESS, HARNESS_AUTHORS, HARNESS_KINDS, OWNER, SENTRY, MessageKind
-from nests import queries
+from nests import crow_fit, queries
 from nests.actions.chat import sources
 from nests.actions.chat.effects import NOTHING, Effects, Posted, Say
 from nests.actions.chat.rights import has_role_rights, picked_for
@@ -191,19 +190,9 @@ def _reply_breach(inv: Invocation, crow: Crow, raw: str, *, tokens_out: int) -> 
 # --- reading a crow's post under the room's lock -----------------------------------------
 
 
-def _profile(crow: Crow) -> str:
-    return f"{crow.epithet}. {crow.strength}. Best at: {', '.join(crow.task_types or [])}."
-
-
 def _fit(request: ChatRequest, crow: Crow) -> float:
-    try:
-        fit = float(jev_service.fit_score(request.message.text, _profile(crow)))
-    except Exception:
-        log.warning("fit_score failed for %s; not judging the claim", crow.name, exc_info=True)
-        return 1.0
-    if request.task_type in (crow.task_types or []):
-        fit += 0.02
-    return fit
+    # A score Jev could not give judges nothing: 1 is never off-task.
+    return crow_fit.typed_fit(request.message.text, crow, request.task_type, on_failure=1.0)
 
 
 def _declined(target: ChatRequest, author: str) -> str:
