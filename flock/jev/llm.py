@@ -32,6 +32,7 @@ from django.core.exceptions import ImproperlyConfigured
 from crows_site.env import env_bool
 from flock.brains import Persona, get_brain, prompt_text
 from flock.brains.config import default_brain_spec, provider_config
+from flock.brains.registry import provider_names
 from flock.brains.types import BrainRequest
 from flock.jev.answers import BAND_HIGH, JevAnswer
 
@@ -44,7 +45,6 @@ logger = logging.getLogger(__name__)
 SETTING = "CROWS_JEV_LLM"
 SOURCE_LOCAL = "local"
 SOURCE_LLM = "llm"
-REAL_PROVIDERS = ("openai", "anthropic")
 # The reply is one word; a little room for a model that adds a full stop or a newline.
 MAX_TOKENS = 16
 # The same text asked twice (a retried post, a relayed message) is not asked twice.
@@ -90,7 +90,9 @@ def brain_spec() -> str | None:
         return None
     spec = default_brain_spec()
     provider, _, model = spec.partition(":")
-    if provider.strip().lower() not in REAL_PROVIDERS or not model.strip():
+    # A model called over the network (flock/brains/registry.py): the mock would echo its
+    # placeholder, and a script's replies are its author's, not a second opinion.
+    if provider.strip().lower() not in provider_names(remote=True) or not model.strip():
         return None
     return spec
 
