@@ -330,7 +330,10 @@ def test_fifty_lists_from_ten_requesters_at_once_all_finish_with_every_item_acco
 
 
 def test_a_list_in_flight_when_the_server_is_killed_still_finishes_after_restart(flock_server):
-    server = flock_server({"CROWS_MOCK_LATENCY_MS": "400"}, trusted=True)
+    # A task the killed server held is taken again once its lease has passed: a short lease
+    # (renewed every third of it) keeps that wait well inside the test's minute on a busy
+    # machine, where the default 30 s left too little (a full run here timed out once).
+    server = flock_server({"CROWS_MOCK_LATENCY_MS": "400", "CROWS_TASK_LEASE_S": "5"}, trusted=True)
     list_id = post_list(server, f"{SOLO}\n{MURDER}\n{SPLIT}")
     stream = ListStream(server, list_id)
     try:
