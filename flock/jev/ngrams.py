@@ -19,7 +19,7 @@ character or token outside the vocabulary's gets the digit no term has, so an n-
 holding one matches nothing, as its string would not; and ``find`` returns the terms in
 the order scikit-learn's analyzers first meet them, words before chars, which is the order
 ``Scorer`` sums them in. tests/flock/test_jev_exact.py holds the columns and counts equal
-to scikit-learn's analyzers' for every text of every corpus.
+to scikit-learn's analyzers' for every text of every standard question's corpus.
 """
 
 from __future__ import annotations
