@@ -488,15 +488,15 @@ def test_from_the_shell_a_bad_argument_is_one_line_and_a_non_zero_exit(sqlite_te
 @pytest.mark.parametrize(
     "command", [["backup", "{db}", "--force"], ["backup", "{db}-wal", "--force"], ["export_flightlog", "-o", "{db}"]],
 )
-def test_no_command_writes_over_the_live_database(tmp_path: Path, command: list[str]):
+def test_no_command_writes_over_the_live_database(sqlite_template, tmp_path: Path, command: list[str]):
     import subprocess
     import sys
 
-    from tests.support.server import ROOT, base_env, migrate
+    from tests.support.server import ROOT, base_env
 
-    env = base_env(CROWS_DATA_DIR=str(tmp_path))
-    migrate(env)
-    db = tmp_path / "crows.sqlite3"
+    data = sqlite_template.fresh_dir(f"{tmp_path.name}-live")  # a copy of the migrated template
+    env = base_env(CROWS_DATA_DIR=str(data))
+    db = data / "crows.sqlite3"
     before = db.read_bytes()
     result = subprocess.run(
         [sys.executable, "manage.py", *[part.format(db=db) for part in command]],
