@@ -51,6 +51,7 @@ from flock.jev.serving import (
     frame,
     model_version,
     read_cached,
+    read_served,
     served_path,
     trainer_version,
 )
@@ -513,7 +514,8 @@ def load_or_train(question: Question, cache_dir: Path) -> tuple[TrainedModel, Se
         cache_dir.mkdir(parents=True, exist_ok=True)
         if cached is None:
             write_atomically(path, model)
-        if cached is None or not served_file.exists():
+        if cached is None or read_served(cache_dir, question.name, data_hash) is None:
+            # Missing, unreadable or stale: every process start would come here again.
             write_atomically(served_file, served)
         _remove_stale(cache_dir, question, keep=(path, served_file))
     except OSError:

@@ -20,7 +20,7 @@ import importlib.metadata
 import pickle
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain, repeat
 from pathlib import Path
@@ -360,19 +360,9 @@ def read_served(cache_dir: Path, name: str, data_hash: str) -> ServedModel | Non
     path = served_path(cache_dir, name, data_hash)
     try:
         served = read_cached(path)
-    except FileNotFoundError:
-        return None
-    except Exception:  # noqa: BLE001 - a truncated or foreign file: retraining is always safe
+    except Exception:  # noqa: BLE001 - missing, truncated or foreign: training writes it again
         return None
     if isinstance(served, ServedModel) and served.version == model_version(name, data_hash):
         return served
     return None
 
-
-def block_slices(blocks: Sequence[Block]) -> list[slice]:
-    """Each block's columns in the union."""
-    slices, offset = [], 0
-    for block in blocks:
-        slices.append(slice(offset, offset + block.width))
-        offset += block.width
-    return slices

@@ -485,3 +485,18 @@ def test_a_serving_process_answers_every_question_without_importing_scikit_learn
     ran = subprocess.run([sys.executable, "-c", SERVING_PROCESS], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip() == "[]", ran.stdout
+
+
+def test_an_unreadable_served_model_is_written_again_from_the_trained_one(colour_dir: Path) -> None:
+    from flock.jev.serving import read_served
+
+    first = colour_jev(colour_dir).loaded("colour")
+    cache = colour_dir.parent / "cache"
+    [served] = cache.glob("colour-*.served.pickle")
+    served.write_bytes(b"half a pickle")
+    # The trained model is still cached: it is read (not trained again), and the served
+    # model taken from it replaces the broken file, so the next process reads numpy only.
+    again = colour_jev(colour_dir).loaded("colour")
+    assert again.from_cache and again.model.version == first.model.version
+    question = colour_jev(colour_dir).question("colour")
+    assert read_served(cache, "colour", question.data_hash()) is not None
