@@ -21,9 +21,8 @@ from nests.actions.lists.ending import FAILURE, mark_answered, skip_item
 from nests.actions.lists.sorties import plan_sortie, plan_sorties
 from nests.models import Item, Sortie
 from nests.payloads import ItemAnswered
-from trust.actions import open_approval, record_auto_verdict
+from trust.actions import auto_verdict_if_trusted, emit_auto_verdict, open_approval
 from trust.models import Target
-from trust.queries import all_trusted
 
 MURDER_CROWS = 3
 
@@ -96,27 +95,28 @@ def answer_item(item: Item, *, answer: str, crows: list[str]) -> Item:
     """Announce the answer; ask the owner unless every contributing crow is trusted."""
     with action_atomic():
         crows = list(dict.fromkeys(crows))
-        needs_approval = not all_trusted(crows, item.task_type)
+        list_id = item.todo_list.list_id
+        verdict = auto_verdict_if_trusted(
+            item.item_id, target=Target.OUTPUT, list_id=list_id, attempt=item.attempt,
+            task_type=item.task_type, holders=crows,
+        )
+        needs_approval = verdict is None
         item.answer = answer
         item.crows = crows
         item.stage = Item.Stage.OUTPUT_REVIEW
         if needs_approval:
             item.save(update_fields=["answer", "crows", "stage"])
-        list_id = item.todo_list.list_id
         emit(
             "item.answered",
             ItemAnswered(item_id=item.item_id, answer=answer, crows=crows, needs_approval=needs_approval),
             list_id=list_id,
         )
-        if needs_approval:
+        if verdict is None:
             open_approval(
                 item.item_id, target=Target.OUTPUT, list_id=list_id, task_type=item.task_type, holders=crows,
                 attempt=item.attempt,
             )
         else:
-            record_auto_verdict(
-                item.item_id, target=Target.OUTPUT, list_id=list_id, attempt=item.attempt,
-                task_type=item.task_type, holders=crows,
-            )
+            emit_auto_verdict(verdict)
             mark_answered(item, unsaved=["answer", "crows"])  # one UPDATE of the item
     return item
