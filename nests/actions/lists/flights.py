@@ -3,7 +3,9 @@
 Take-off and landing are each one short transaction; the brain call between them holds
 no lock. Both lock the FlightGate row, so the count of crows in the air (at most
 CROWS_MAX_IN_FLIGHT across the flock) and the hand-over of a freed slot to the oldest
-waiting sortie never race. A sortie that finds no slot waits (it is never dropped); a
+waiting sortie never race. On PostgreSQL the row carries that count: a take-off counts
+itself in, and a landing out, in the one statement that locks the row (`_count_in`,
+`_count_out`); on SQLite the rows are counted under the write lock. A sortie that finds no slot waits (it is never dropped); a
 sortie whose flight would overrun the item's or the list's token budget does not take
 off, and its item is skipped with reason `budget`. A budget holds the estimate of every
 flight in the air and the real count of every landed one.
@@ -16,8 +18,10 @@ side on PostgreSQL (holding it for the whole transaction was most of the workers
 there, docs/PERFORMANCE.md). A gate holder never waits for a row lock: it writes only
 rows it already holds and new ones, and the hand-over skips waiting sorties another
 transaction has locked (those are taking off themselves, and will find the slot once the
-holder commits), so the gate is in no deadlock cycle. Decisions under the gate see every earlier holder's commit: each
-statement in READ COMMITTED reads a fresh snapshot, taken after the lock was granted.
+holder commits), so the gate is in no deadlock cycle. Decisions under the gate see every
+earlier holder's commit: each statement in READ COMMITTED reads a fresh snapshot, taken
+after the lock was granted, and an UPDATE that waited for the gate's row reads its
+newest version.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import connection, models, transaction
-from django.db.models import OuterRef, Subquery
+from django.db.models import Exists, F, OuterRef, Subquery
 from django.db.models.functions import JSONObject
 from django.utils import timezone
 
@@ -55,9 +59,10 @@ log = logging.getLogger("crows.lists")
 
 
 
-def lock_gate() -> None:
+def lock_gate() -> FlightGate | None:
     """Lock the flight gate until the commit; call it after every other row lock the
-    transaction takes (see the module's docstring).
+    transaction takes (see the module's docstring). On PostgreSQL returns its row as it
+    is once locked, with the counts it carries (FlightGate).
 
     On SQLite this reads nothing: every transaction there is IMMEDIATE (crows_site
     settings), holding the database's one write lock from its BEGIN to its commit, so
@@ -65,7 +70,8 @@ def lock_gate() -> None:
     was two statements in every flight that guarded nothing."""
     lock_event_log()
     if connection.vendor == "postgresql":
-        lock_or_create(FlightGate, pk=1)
+        return lock_or_create(FlightGate, pk=1)
+    return None
 
 
 def lock_sortie(sortie_pk: int, **annotations: Any) -> tuple[Sortie, TodoList, Item]:
@@ -127,8 +133,9 @@ def in_flight() -> int:
     return Sortie.objects.filter(status=Sortie.Status.FLYING).count()
 
 
-def hand_over_slots() -> int:
-    """Wake the oldest waiting sorties for the slots now free (gate locked by the caller).
+def hand_over_slots(in_air: int | None = None) -> int:
+    """Wake the oldest waiting sorties for the slots now free (gate locked by the caller;
+    `in_air` is the gate's count on PostgreSQL, else the rows are counted).
 
     Looks for waiting sorties before counting the free slots: most landings find none
     waiting, and then one statement is enough. Those found are locked until the commit,
@@ -137,15 +144,91 @@ def hand_over_slots() -> int:
     # skip_locked: a waiting sortie locked elsewhere is taking off right now (its own
     # transaction waits for the gate behind us); waiting for its row would deadlock.
     waiting = Sortie.objects.filter(status=Sortie.Status.WAITING).order_by("waiting_since", "id")
-    candidates = list(waiting.select_for_update(skip_locked=True)[: settings.CROWS_MAX_IN_FLIGHT])
-    if not candidates:
-        return 0
-    woken = candidates[: max(0, settings.CROWS_MAX_IN_FLIGHT - in_flight())]
+    limit = settings.CROWS_MAX_IN_FLIGHT
+    candidates = list(waiting.select_for_update(skip_locked=True)[:limit])
+    woken = candidates[: max(0, limit - (in_air if in_air is not None else in_flight()))] if candidates else []
+    if in_air is not None and len(woken) == len(candidates) < limit:
+        # PostgreSQL: none is left waiting but those woken now, and a sortie skipped as
+        # locked is taking off: it flies, or waits again and sets the flag again under
+        # the gate's lock, after this commit.
+        FlightGate.objects.filter(pk=1).update(waiting=False)
     for sortie in woken:
         sortie.status = Sortie.Status.PLANNED
         sortie.save(update_fields=["status"])
         queue_sortie(sortie)
     return len(woken)
+
+
+def recount_gate() -> int:
+    """PostgreSQL, gate locked by the caller: count the flights in the air and whether any
+    sortie waits from the rows again (start-up recovery); returns the count. A statement
+    after the gate's lock, so it counts every flight that took off or landed before."""
+    FlightGate.objects.filter(pk=1).update(
+        in_air=TAKE_OFF_LOADS["in_air"], waiting=Exists(Sortie.objects.filter(status=Sortie.Status.WAITING)),
+    )
+    return FlightGate.objects.values_list("in_air", flat=True).get(pk=1)
+
+
+def _count_in(sortie: Sortie, todo: TodoList, item: Item, estimate: int) -> bool:
+    """PostgreSQL: count a take-off in on the gate's row when a slot is free and the
+    item's and the list's budgets hold its estimate, in one statement that also locks the
+    gate; False when it changed nothing (gate full, a budget overrun, or no gate row yet:
+    the caller then locks the gate and looks which).
+
+    Its WHERE reads the gate's newest `in_air` (an UPDATE that waited for the row checks
+    it again on the row's newest version) and the budgets' sums from its own snapshot,
+    taken after lock_sortie's statement was granted the list's row: every change of a
+    list's flights takes that lock first (reservations.py), so the sums are exact."""
+    loads = Sortie.objects.filter(pk=sortie.pk).annotate(
+        item_load=TAKE_OFF_LOADS["item_load"], list_reserved=TAKE_OFF_LOADS["list_reserved"]
+    ).values("item_load", "list_reserved")
+    loads_sql, loads_params = loads.query.sql_with_params()
+    q = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {q(FlightGate._meta.db_table)} SET {q('in_air')} = {q('in_air')} + 1"
+            f" WHERE {q('id')} = 1 AND {q('in_air')} < %s AND EXISTS (SELECT 1 FROM ({loads_sql}) loads"
+            f" WHERE loads.{q('item_load')} + %s <= %s AND loads.{q('list_reserved')} + %s <= %s)"
+            f" RETURNING {q('in_air')}",
+            [settings.CROWS_MAX_IN_FLIGHT, *loads_params, estimate, settings.CROWS_ITEM_TOKEN_BUDGET,
+             todo.tokens_used + estimate, todo.token_budget],
+        )
+        return cursor.fetchone() is not None
+
+
+def _count_out() -> tuple[int, bool] | None:
+    """PostgreSQL: count a landing out on the gate's row, in one statement that locks it;
+    (flights still in the air, whether a sortie may wait), None when there is no row."""
+    q = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {q(FlightGate._meta.db_table)} SET {q('in_air')} = GREATEST({q('in_air')} - 1, 0)"
+            f" WHERE {q('id')} = 1 RETURNING {q('in_air')}, {q('waiting')}",
+        )
+        row = cursor.fetchone()
+    return (int(row[0]), bool(row[1])) if row is not None else None
+
+
+def free_slot(*, landed: bool, any_waiting: bool | None = None) -> None:
+    """After a landing (`landed`: a FLYING sortie left the air) or an abort: hand the slot
+    to a waiting sortie, if any. Takes the gate: call it after every other row lock.
+
+    SQLite: `any_waiting` (read with the landing's locks) False hands nothing over. On
+    PostgreSQL the landing is counted out and the gate says whether any sortie may wait,
+    in one statement; only then is a waiting sortie looked for."""
+    if connection.vendor != "postgresql":
+        if any_waiting is None or any_waiting:
+            lock_gate()
+            hand_over_slots()
+        return
+    counted = _count_out() if landed else None
+    if counted is None:
+        gate = lock_gate()
+        assert gate is not None
+        counted = (gate.in_air, gate.waiting)
+    in_air, waiting = counted
+    if waiting:
+        hand_over_slots(in_air)
 
 
 class Launch(NamedTuple):
@@ -185,12 +268,14 @@ def _in_air_for(item: Item) -> bool:
     return Sortie.objects.filter(item=item, attempt=item.attempt, status=Sortie.Status.FLYING).exists()
 
 
-def _loads(sortie: Sortie) -> tuple[int, int, int]:
-    """The flights in the air, the item's tokens (landed and reserved) and the list's
-    reservations, in one statement (PostgreSQL: after the list's and the gate's locks)."""
-    row = Sortie.objects.filter(pk=sortie.pk).annotate(**TAKE_OFF_LOADS)
-    in_air, item_load, list_reserved = row.values_list(*TAKE_OFF_LOADS).get()
-    return in_air, item_load, list_reserved
+def _loads(sortie: Sortie) -> tuple[int, int]:
+    """The item's tokens (landed and reserved) and the list's reservations, in one
+    statement (PostgreSQL: after the list's and the gate's locks)."""
+    row = Sortie.objects.filter(pk=sortie.pk).annotate(
+        item_load=TAKE_OFF_LOADS["item_load"], list_reserved=TAKE_OFF_LOADS["list_reserved"]
+    )
+    item_load, list_reserved = row.values_list("item_load", "list_reserved").get()
+    return item_load, list_reserved
 
 
 def _over_budget(todo: TodoList, estimate: int, *, item_load: int, list_reserved: int) -> bool:
@@ -282,14 +367,21 @@ def _launch(sortie_pk: int, *, run_id: str | None = None) -> Launch | None:
     crow = crow_of(sortie)
     request = request_for(sortie, item, crow)
     estimate = briefs.estimate(request)
-    lock_gate()
-    in_air, item_load, list_reserved = _loads(sortie) if not exact_with_locks else (
-        sortie.in_air, sortie.item_load, sortie.list_reserved  # type: ignore[attr-defined]
-    )
+    if not exact_with_locks and _count_in(sortie, todo, item, estimate):
+        return _take_off(sortie, todo, item, request, crow, estimate)
+    gate = lock_gate()
+    if gate is None:  # SQLite: read with the locks
+        in_air, item_load, list_reserved = sortie.in_air, sortie.item_load, sortie.list_reserved  # type: ignore[attr-defined]
+    else:
+        in_air = gate.in_air
+        item_load, list_reserved = _loads(sortie)
     if in_air >= settings.CROWS_MAX_IN_FLIGHT:
         sortie.status = Sortie.Status.WAITING
         sortie.waiting_since = sortie.waiting_since or timezone.now()
         sortie.save(update_fields=["status", "waiting_since"])
+        if gate is not None and not gate.waiting:
+            gate.waiting = True
+            gate.save(update_fields=["waiting"])
         return None
     if _over_budget(todo, estimate, item_load=item_load, list_reserved=list_reserved):
         sortie.status = Sortie.Status.CANCELLED
@@ -303,6 +395,12 @@ def _launch(sortie_pk: int, *, run_id: str | None = None) -> Launch | None:
         else:
             skip_item(item, reason=BUDGET)
         return None
+    if gate is not None:
+        FlightGate.objects.filter(pk=1).update(in_air=F("in_air") + 1)
+    return _take_off(sortie, todo, item, request, crow, estimate)
+
+
+def _take_off(sortie: Sortie, todo: TodoList, item: Item, request: BrainRequest, crow: Crow, estimate: int) -> Launch:
     # In the air with its estimate: that is its reservation on item and list.
     sortie.status = Sortie.Status.FLYING
     sortie.claimed_by = BOOT_ID
@@ -374,9 +472,7 @@ def land_sortie(
                 after_elder_landed(item, sortie)
         else:
             maybe_finish(todo)
-        if not waiting_known or sortie.any_waiting:  # type: ignore[attr-defined]
-            lock_gate()
-            hand_over_slots()
+        free_slot(landed=True, any_waiting=sortie.any_waiting if waiting_known else None)  # type: ignore[attr-defined]
     return sortie
 
 
@@ -410,7 +506,8 @@ def abort_sortie(sortie_pk: int, *, error: str) -> None:
         log.exception("could not land sortie %s as a failure; skipping its item", sortie_pk)
     with transaction.atomic():
         sortie, todo, item = lock_sortie(sortie_pk)
-        if sortie.status == Sortie.Status.FLYING:
+        landed = sortie.status == Sortie.Status.FLYING
+        if landed:
             sortie.status, sortie.ok, sortie.error = Sortie.Status.LANDED, False, error
             sortie.landed_at = timezone.now()
             sortie.save(update_fields=["status", "ok", "error", "landed_at"])
@@ -422,5 +519,4 @@ def abort_sortie(sortie_pk: int, *, error: str) -> None:
             skip_item(item, reason=FAILURE)
         else:
             maybe_finish(todo)
-        lock_gate()
-        hand_over_slots()
+        free_slot(landed=landed)
