@@ -466,8 +466,8 @@ def land_sortie(
                 conclude_triage(item, reply=reply, jev=jev or {})
             elif sortie.role == Sortie.Role.WORKER:
                 if reply.ok:
-                    maybe_start_banter(todo, item=item, speaker=sortie.crow)
-                after_worker_landed(item)
+                    maybe_start_banter(todo, item=item, speaker=crow_of(sortie))
+                after_worker_landed(item, sortie)
             else:
                 after_elder_landed(item, sortie)
         else:

@@ -62,9 +62,14 @@ def elder_name() -> str:
     return Crow.objects.filter(role=Crow.Role.ELDER).values_list("name", flat=True).first() or "Elder"
 
 
-def after_worker_landed(item: Item) -> Item:
-    """Once every worker of the item is down: answer (solo), call the Elder, or skip."""
-    workers = list(item.sorties.filter(attempt=item.attempt, role=Sortie.Role.WORKER).order_by("n", "id"))
+def after_worker_landed(item: Item, landed: Sortie | None = None) -> Item:
+    """Once every worker of the item is down: answer (solo), call the Elder, or skip.
+    `landed` is the worker that just landed: a solo item's only one (start_flights plans
+    one), so its siblings are not read."""
+    if landed is not None and item.mode not in ("split", "murder"):
+        workers = [landed]
+    else:
+        workers = list(item.sorties.filter(attempt=item.attempt, role=Sortie.Role.WORKER).order_by("n", "id"))
     if any(s.status not in (Sortie.Status.LANDED, Sortie.Status.CANCELLED) for s in workers):
         return item
     good = [s for s in workers if s.status == Sortie.Status.LANDED and s.ok]
