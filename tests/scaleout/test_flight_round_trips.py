@@ -7,7 +7,7 @@
   for it, and meanwhile the list's row is already locked and the sortie's is not.
   PostgreSQL's manual does not promise this order (its source keeps it: the `OF` list's
   order becomes the order its executor locks in), so this test is what guards it.
-- It writes its item, list and sortie in one round trip (flock.db.save_fields), and a row
+- It writes its item, list and sortie in one statement (flock.db.save_fields), and a row
   that is gone raises its model's NotUpdated and fails the whole transaction, as
   `save(update_fields=…)` does."""
 
@@ -114,7 +114,7 @@ print(json.dumps(steps))
 """
 
 
-def test_a_flights_row_writes_go_in_one_round_trip_and_a_missing_row_rolls_all_back(tmp_path):
+def test_a_flights_row_writes_are_one_statement_and_a_missing_row_rolls_all_back(tmp_path):
     steps = run_on_fresh_postgres(SAVE_FIELDS, tmp_path)
 
     assert steps["statements"] == 1
