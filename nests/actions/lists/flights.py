@@ -48,7 +48,7 @@ from nests.actions.lists import briefs, queue
 from nests.actions.lists.banter import maybe_start_banter
 from nests.actions.lists.ending import BUDGET, FAILURE, maybe_finish, skip_item
 from nests.actions.lists.progress import after_elder_landed, after_worker_landed
-from nests.actions.lists.reservations import ANY_WAITING, TAKE_OFF_LOADS
+from nests.actions.lists.reservations import LANDING_READS, TAKE_OFF_LOADS
 from nests.actions.lists.sorties import BOOT_ID, cancel_unflown, queue_sortie
 from nests.actions.lists.triage import ask_jev, conclude_triage
 from nests.models import FlightGate, Item, Sortie, TodoList
@@ -425,13 +425,16 @@ def land_sortie(
     """Land the sortie with what its brain said, count its real tokens, hand its slot on
     and move its item along. None when it was not this process's to land. `request` is
     what the crow was asked (rebuilt from the rows when not given), for the flight log."""
-    # SQLite: whether a sortie waits for a slot is read with the locks (exact under the
-    # write lock held from BEGIN), and a landing that finds none hands nothing over.
+    # SQLite: whether a sortie waits for a slot, and what the next step decides from, are
+    # read with the locks (exact under the write lock held from BEGIN; LANDING_READS), and
+    # a landing that finds none waiting hands nothing over.
     waiting_known = connection.vendor != "postgresql"
     with transaction.atomic(), batched():
-        sortie, todo, item = lock_sortie(sortie_pk, **({"any_waiting": ANY_WAITING} if waiting_known else {}))
+        sortie, todo, item = lock_sortie(sortie_pk, **(LANDING_READS if waiting_known else {}))
         if sortie.status != Sortie.Status.FLYING or sortie.claimed_by != BOOT_ID:
             return None
+        if waiting_known:
+            item.others_open = sortie.others_open  # type: ignore[attr-defined]  # for after_item_ended
         tokens = max(0, int(reply.tokens_in)) + max(0, int(reply.tokens_out))
         error = "" if reply.ok else (reply.error or "the crow came back with nothing")
         # Landed, its estimate no longer reserves anything, and its tokens count on the

@@ -64,19 +64,30 @@ def elder_name() -> str:
 
 def after_worker_landed(item: Item, landed: Sortie | None = None) -> Item:
     """Once every worker of the item is down: answer (solo), call the Elder, or skip.
-    `landed` is the worker that just landed: a solo item's only one (start_flights plans
-    one), so its siblings are not read."""
-    if landed is not None and item.mode not in ("split", "murder"):
-        workers = [landed]
+    `landed` is the worker that just landed. A solo item's is its only one (start_flights
+    plans one), so its siblings are not read; a SQLite landing read whether any sibling
+    is up or came back with an answer with its locks (reservations.LANDING_READS)."""
+    current = landed is not None and landed.attempt == item.attempt
+    several = item.mode in ("split", "murder")
+    if current and several and hasattr(landed, "workers_up"):
+        assert landed is not None
+        if landed.workers_up:  # type: ignore[attr-defined]
+            return item
+        answered = (landed.status == Sortie.Status.LANDED and landed.ok) or landed.workers_good  # type: ignore[attr-defined]
     else:
-        workers = list(item.sorties.filter(attempt=item.attempt, role=Sortie.Role.WORKER).order_by("n", "id"))
-    if any(s.status not in (Sortie.Status.LANDED, Sortie.Status.CANCELLED) for s in workers):
-        return item
-    good = [s for s in workers if s.status == Sortie.Status.LANDED and s.ok]
-    if not good:
+        if current and not several:
+            assert landed is not None
+            workers = [landed]
+        else:
+            workers = list(item.sorties.filter(attempt=item.attempt, role=Sortie.Role.WORKER).order_by("n", "id"))
+        if any(s.status not in (Sortie.Status.LANDED, Sortie.Status.CANCELLED) for s in workers):
+            return item
+        good = [s for s in workers if s.status == Sortie.Status.LANDED and s.ok]
+        if good and not several:
+            return answer_item(item, answer=good[0].text, crows=[good[0].crow])
+        answered = bool(good)
+    if not answered:
         return skip_item(item, reason=FAILURE)
-    if item.mode not in ("split", "murder"):
-        return answer_item(item, answer=good[0].text, crows=[good[0].crow])
     item.stage = Item.Stage.MERGING
     item.save(update_fields=["stage"])
     plan_sortie(item, role=Sortie.Role.ELDER, crow=elder_name(),
