@@ -48,7 +48,7 @@ from nests.actions.lists import briefs, queue
 from nests.actions.lists.banter import maybe_start_banter
 from nests.actions.lists.ending import BUDGET, FAILURE, maybe_finish, skip_item
 from nests.actions.lists.progress import after_elder_landed, after_worker_landed
-from nests.actions.lists.reservations import LANDING_READS, TAKE_OFF_LOADS
+from nests.actions.lists.reservations import TAKE_OFF_LOADS
 from nests.actions.lists.sorties import BOOT_ID, cancel_unflown, queue_sortie
 from nests.actions.lists.triage import ask_jev, conclude_triage
 from nests.models import FlightGate, Item, Sortie, TodoList
@@ -114,8 +114,14 @@ def crow_of(sortie: Sortie) -> Crow:
     row = getattr(sortie, "crow_row", None)
     if not isinstance(row, dict):
         return Crow.objects.get(name=sortie.crow)
+    return _from_json(Crow, row, sortie._state.db)
+
+
+def _from_json[M: models.Model](model: type[M], row: dict[str, Any], db: str) -> M:
+    """A row of `model` read as a JSON object (its concrete fields by attname)."""
+    fields = list(model._meta.concrete_fields)
     values = []
-    for field in _CROW_FIELDS:
+    for field in fields:
         value = row.get(field.attname)
         # SQLite's json_object() gives a JSON column as its text, a boolean as 0 or 1 and
         # a date as naive UTC text; PostgreSQL's gives them as JSON and ISO 8601.
@@ -126,7 +132,80 @@ def crow_of(sortie: Sortie) -> Crow:
             if isinstance(value, datetime) and timezone.is_naive(value):
                 value = timezone.make_aware(value, UTC)
         values.append(value)
-    return Crow.from_db(sortie._state.db, [f.attname for f in _CROW_FIELDS], values)
+    return model.from_db(db, [f.attname for f in fields], values)
+
+
+def _json_object(model: type[models.Model], table: str) -> tuple[str, list[str]]:
+    """SQLite's `json_object(…)` of a row of `model` named `table` in the query."""
+    q = connection.ops.quote_name
+    fields = list(model._meta.concrete_fields)
+    return (f"json_object({', '.join(f'%s, {table}.{q(f.column)}' for f in fields)})",
+            [f.attname for f in fields])
+
+
+def _land_returning(sortie_pk: int, values: dict[str, Any]) -> tuple[Sortie, TodoList, Item] | None:
+    """SQLite: land the sortie (write `values`) if it is FLYING under this process, in one
+    `UPDATE … RETURNING` that hands back the sortie, its item, its list and its crow, and
+    what the landing's next step decides from: whether a sortie waits for a slot
+    (`any_waiting`), whether another item of the list is open (`others_open`, for
+    after_item_ended), whether another worker of the item's attempt is up and whether one
+    came back with an answer (`workers_up`, `workers_good`, for after_worker_landed).
+    What lock_sortie, the sortie's write and those reads were, in one statement. None when
+    it was not this process's to land.
+
+    Every SQLite transaction holds the write lock from its BEGIN, so what it reads is
+    exact. PostgreSQL reads them after its locks instead: a subquery of the locking
+    statement reads the snapshot taken before it waited, and would miss a sibling that
+    landed meanwhile."""
+    q = connection.ops.quote_name
+    table = q(Sortie._meta.db_table)
+    fields = {Sortie._meta.get_field(name): value for name, value in values.items()}
+    sets = ", ".join(f"{q(f.column)} = %s" for f in fields)
+    set_params = [f.get_db_prep_save(value, connection) for f, value in fields.items()]
+    sortie_json, sortie_keys = _json_object(Sortie, table)
+    item_json, item_keys = _json_object(Item, "i")
+    list_json, list_keys = _json_object(TodoList, "l")
+    crow_json, crow_keys = _json_object(Crow, "c")
+    attempt = f"(SELECT a.{q('attempt')} FROM {q(Item._meta.db_table)} a WHERE a.{q('id')} = {table}.{q('item_id')})"
+    siblings = (f"FROM {table} w WHERE w.{q('item_id')} = {table}.{q('item_id')} AND w.{q('attempt')} = {attempt}"
+                f" AND w.{q('role')} = %s AND w.{q('id')} <> {table}.{q('id')}")
+    S = Sortie.Status
+    sql = (
+        f"UPDATE {table} SET {sets} WHERE {q('id')} = %s AND {q('status')} = %s AND {q('claimed_by')} = %s"
+        f" RETURNING {sortie_json},"
+        f" (SELECT {item_json} FROM {q(Item._meta.db_table)} i WHERE i.{q('id')} = {table}.{q('item_id')}),"
+        f" (SELECT {list_json} FROM {q(TodoList._meta.db_table)} l WHERE l.{q('id')} = {table}.{q('todo_list_id')}),"
+        f" (SELECT {crow_json} FROM {q(Crow._meta.db_table)} c WHERE c.{q('name')} = {table}.{q('crow')}"
+        f" ORDER BY c.{q('id')} LIMIT 1),"
+        f" EXISTS (SELECT 1 FROM {table} w WHERE w.{q('status')} = %s),"
+        f" EXISTS (SELECT 1 FROM {q(Item._meta.db_table)} o WHERE o.{q('todo_list_id')} = {table}.{q('todo_list_id')}"
+        f" AND o.{q('stage')} NOT IN (%s, %s) AND o.{q('id')} <> {table}.{q('item_id')}),"
+        f" EXISTS (SELECT 1 {siblings} AND w.{q('status')} NOT IN (%s, %s)),"
+        f" EXISTS (SELECT 1 {siblings} AND w.{q('status')} = %s AND w.{q('ok')})"
+    )
+    params = [
+        *set_params, sortie_pk, S.FLYING, BOOT_ID,
+        *sortie_keys, *item_keys, *list_keys, *crow_keys,
+        S.WAITING, *Item.ENDED,
+        Sortie.Role.WORKER, S.LANDED, S.CANCELLED,
+        Sortie.Role.WORKER, S.LANDED,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    db = connection.alias
+    sortie = _from_json(Sortie, json.loads(row[0]), db)
+    item = _from_json(Item, json.loads(row[1]), db)
+    todo = _from_json(TodoList, json.loads(row[2]), db)
+    sortie.crow_row = json.loads(row[3]) if row[3] else None  # type: ignore[attr-defined]  # crow_of
+    sortie.any_waiting, sortie.others_open, sortie.workers_up, sortie.workers_good = (  # type: ignore[attr-defined]
+        bool(value) for value in row[4:8]
+    )
+    item.todo_list = todo
+    sortie.item, sortie.todo_list = item, todo
+    return sortie, todo, item
 
 
 def in_flight() -> int:
@@ -425,31 +504,33 @@ def land_sortie(
     """Land the sortie with what its brain said, count its real tokens, hand its slot on
     and move its item along. None when it was not this process's to land. `request` is
     what the crow was asked (rebuilt from the rows when not given), for the flight log."""
-    # SQLite: whether a sortie waits for a slot, and what the next step decides from, are
-    # read with the locks (exact under the write lock held from BEGIN; LANDING_READS), and
-    # a landing that finds none waiting hands nothing over.
+    # SQLite: the landing is one UPDATE … RETURNING that also reads whether a sortie waits
+    # for a slot and what the next step decides from (_land_returning), and a landing that
+    # finds none waiting hands nothing over.
     waiting_known = connection.vendor != "postgresql"
+    tokens = max(0, int(reply.tokens_in)) + max(0, int(reply.tokens_out))
+    error = "" if reply.ok else (reply.error or "the crow came back with nothing")
+    # Landed, its estimate no longer reserves anything, and its tokens count on the item as
+    # its sortie's (reservations.py).
+    landing = {"status": Sortie.Status.LANDED, "ok": reply.ok, "text": reply.text if reply.ok else "",
+               "error": error, "tokens": tokens, "landed_at": timezone.now()}
     with transaction.atomic(), batched():
-        sortie, todo, item = lock_sortie(sortie_pk, **(LANDING_READS if waiting_known else {}))
-        if sortie.status != Sortie.Status.FLYING or sortie.claimed_by != BOOT_ID:
-            return None
         if waiting_known:
+            found = _land_returning(sortie_pk, landing)
+            if found is None:
+                return None
+            sortie, todo, item = found
             item.others_open = sortie.others_open  # type: ignore[attr-defined]  # for after_item_ended
-        tokens = max(0, int(reply.tokens_in)) + max(0, int(reply.tokens_out))
-        error = "" if reply.ok else (reply.error or "the crow came back with nothing")
-        # Landed, its estimate no longer reserves anything, and its tokens count on the
-        # item as its sortie's (reservations.py).
-        todo.tokens_used += tokens
-        sortie.status = Sortie.Status.LANDED
-        sortie.ok = reply.ok
-        sortie.text = reply.text if reply.ok else ""
-        sortie.error = error
-        sortie.tokens = tokens
-        sortie.landed_at = timezone.now()
-        save_fields(
-            (todo, ["tokens_used"]),
-            (sortie, ["status", "ok", "text", "error", "tokens", "landed_at"]),
-        )
+            todo.tokens_used += tokens
+            save_fields((todo, ["tokens_used"]))
+        else:
+            sortie, todo, item = lock_sortie(sortie_pk)
+            if sortie.status != Sortie.Status.FLYING or sortie.claimed_by != BOOT_ID:
+                return None
+            todo.tokens_used += tokens
+            for name, value in landing.items():
+                setattr(sortie, name, value)
+            save_fields((todo, ["tokens_used"]), (sortie, list(landing)))
         record_flight(
             crow=sortie.crow, provider=reply.provider, model=reply.model, task=sortie.task,
             ok=reply.ok, tokens_in=reply.tokens_in, tokens_out=reply.tokens_out,

@@ -66,7 +66,7 @@ def after_worker_landed(item: Item, landed: Sortie | None = None) -> Item:
     """Once every worker of the item is down: answer (solo), call the Elder, or skip.
     `landed` is the worker that just landed. A solo item's is its only one (start_flights
     plans one), so its siblings are not read; a SQLite landing read whether any sibling
-    is up or came back with an answer with its locks (reservations.LANDING_READS)."""
+    is up or came back with an answer with its locks (flights._land_returning)."""
     current = landed is not None and landed.attempt == item.attempt
     several = item.mode in ("split", "murder")
     if current and several and hasattr(landed, "workers_up"):

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Case, Exists, F, Func, IntegerField, OuterRef, QuerySet, Subquery, Value, When
+from django.db.models import Case, F, Func, IntegerField, OuterRef, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce
 
-from nests.models import Banter, Item, Sortie, TodoList
+from nests.models import Banter, Sortie, TodoList
 
 
 def _scalar(queryset: QuerySet[Any], function: str, field: str) -> Coalesce:
@@ -62,31 +62,6 @@ TAKE_OFF_LOADS = {
         output_field=IntegerField(),
     ),
 }
-
-# An annotation of a Sortie row: whether any sortie waits for a slot (on SQLite a landing
-# reads it with its locks, and hands over slots only when one does).
-ANY_WAITING = Exists(Sortie.objects.filter(status=Sortie.Status.WAITING))
-
-_SIBLING_WORKERS = Sortie.objects.filter(
-    item=OuterRef("item"), attempt=OuterRef("item__attempt"), role=Sortie.Role.WORKER
-).exclude(pk=OuterRef("pk"))
-
-# What a SQLite landing reads with its locks (exact under the write lock its transaction
-# holds from BEGIN), so its next step reads nothing more: whether a sortie waits for a
-# slot; whether another item of the list is still open (after_item_ended); whether
-# another worker of the item's attempt is still up, and whether one came back with an
-# answer (after_worker_landed). PostgreSQL reads them after the locks instead: a
-# subquery of the locking statement reads the snapshot taken before it waited, and would
-# miss a sibling that landed meanwhile.
-LANDING_READS = {
-    "any_waiting": ANY_WAITING,
-    "others_open": Exists(
-        Item.objects.filter(todo_list=OuterRef("todo_list")).exclude(stage__in=Item.ENDED).exclude(pk=OuterRef("item"))
-    ),
-    "workers_up": Exists(_SIBLING_WORKERS.exclude(status__in=(Sortie.Status.LANDED, Sortie.Status.CANCELLED))),
-    "workers_good": Exists(_SIBLING_WORKERS.filter(status=Sortie.Status.LANDED, ok=True)),
-}
-
 
 def list_reserved(todo: TodoList) -> int:
     """The estimates of the list's sorties and banter lines in the air (list locked)."""
