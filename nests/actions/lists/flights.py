@@ -248,29 +248,35 @@ def recount_gate() -> int:
     return FlightGate.objects.values_list("in_air", flat=True).get(pk=1)
 
 
-def _count_in(sortie: Sortie, todo: TodoList, item: Item, estimate: int) -> bool:
-    """PostgreSQL: count a take-off in on the gate's row when a slot is free and the
-    item's and the list's budgets hold its estimate, in one statement that also locks the
-    gate; False when it changed nothing (gate full, a budget overrun, or no gate row yet:
-    the caller then locks the gate and looks which).
+def _count_in(sortie: Sortie, todo: TodoList, estimate: int, flying: dict[str, Any]) -> bool:
+    """PostgreSQL: take off, in one statement, when a slot is free and the item's and the
+    list's budgets hold the estimate: count the flight in on the gate's row (which locks
+    it) and write the sortie's `flying` fields. False when it changed nothing (gate full,
+    a budget overrun, or no gate row yet: the caller then locks the gate and looks which).
 
     Its WHERE reads the gate's newest `in_air` (an UPDATE that waited for the row checks
     it again on the row's newest version) and the budgets' sums from its own snapshot,
     taken after lock_sortie's statement was granted the list's row: every change of a
-    list's flights takes that lock first (reservations.py), so the sums are exact."""
+    list's flights takes that lock first (reservations.py), so the sums are exact. The
+    sortie's row is this transaction's already (lock_sortie), so the gate is still the
+    last lock it takes."""
     loads = Sortie.objects.filter(pk=sortie.pk).annotate(
         item_load=TAKE_OFF_LOADS["item_load"], list_reserved=TAKE_OFF_LOADS["list_reserved"]
     ).values("item_load", "list_reserved")
     loads_sql, loads_params = loads.query.sql_with_params()
+    fields = {Sortie._meta.get_field(name): value for name, value in flying.items()}
     q = connection.ops.quote_name
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {q(FlightGate._meta.db_table)} SET {q('in_air')} = {q('in_air')} + 1"
+            f"WITH gate AS (UPDATE {q(FlightGate._meta.db_table)} SET {q('in_air')} = {q('in_air')} + 1"
             f" WHERE {q('id')} = 1 AND {q('in_air')} < %s AND EXISTS (SELECT 1 FROM ({loads_sql}) loads"
             f" WHERE loads.{q('item_load')} + %s <= %s AND loads.{q('list_reserved')} + %s <= %s)"
-            f" RETURNING {q('in_air')}",
+            f" RETURNING {q('in_air')})"
+            f" UPDATE {q(Sortie._meta.db_table)} SET {', '.join(f'{q(f.column)} = %s' for f in fields)}"
+            f" WHERE {q('id')} = %s AND EXISTS (SELECT 1 FROM gate) RETURNING {q('id')}",
             [settings.CROWS_MAX_IN_FLIGHT, *loads_params, estimate, settings.CROWS_ITEM_TOKEN_BUDGET,
-             todo.tokens_used + estimate, todo.token_budget],
+             todo.tokens_used + estimate, todo.token_budget,
+             *(f.get_db_prep_save(value, connection) for f, value in fields.items()), sortie.pk],
         )
         return cursor.fetchone() is not None
 
@@ -446,8 +452,13 @@ def _launch(sortie_pk: int, *, run_id: str | None = None) -> Launch | None:
     crow = crow_of(sortie)
     request = request_for(sortie, item, crow)
     estimate = briefs.estimate(request)
-    if not exact_with_locks and _count_in(sortie, todo, item, estimate):
-        return _take_off(sortie, todo, item, request, crow, estimate)
+    # In the air with its estimate: that is its reservation on item and list.
+    flying = {"status": Sortie.Status.FLYING, "claimed_by": BOOT_ID, "estimate": estimate,
+              "started_at": timezone.now()}
+    if not exact_with_locks and _count_in(sortie, todo, estimate, flying):
+        for name, value in flying.items():
+            setattr(sortie, name, value)
+        return _take_off(sortie, todo, item, request, crow)
     gate = lock_gate()
     if gate is None:  # SQLite: read with the locks
         in_air, item_load, list_reserved = sortie.in_air, sortie.item_load, sortie.list_reserved  # type: ignore[attr-defined]
@@ -476,16 +487,14 @@ def _launch(sortie_pk: int, *, run_id: str | None = None) -> Launch | None:
         return None
     if gate is not None:
         FlightGate.objects.filter(pk=1).update(in_air=F("in_air") + 1)
-    return _take_off(sortie, todo, item, request, crow, estimate)
+    for name, value in flying.items():
+        setattr(sortie, name, value)
+    sortie.save(update_fields=list(flying))
+    return _take_off(sortie, todo, item, request, crow)
 
 
-def _take_off(sortie: Sortie, todo: TodoList, item: Item, request: BrainRequest, crow: Crow, estimate: int) -> Launch:
-    # In the air with its estimate: that is its reservation on item and list.
-    sortie.status = Sortie.Status.FLYING
-    sortie.claimed_by = BOOT_ID
-    sortie.estimate = estimate
-    sortie.started_at = timezone.now()
-    sortie.save(update_fields=["status", "claimed_by", "estimate", "started_at"])
+def _take_off(sortie: Sortie, todo: TodoList, item: Item, request: BrainRequest, crow: Crow) -> Launch:
+    """The sortie is written FLYING: say so."""
     emit(
         "crow.flying",
         CrowFlying(item_id=item.item_id, crow=sortie.crow, borrowed=sortie.borrowed),
