@@ -545,6 +545,7 @@ def land_sortie(
             ok=reply.ok, tokens_in=reply.tokens_in, tokens_out=reply.tokens_out,
             latency_ms=reply.latency_ms, error=error, task_type=item.task_type,
             list_id=todo.list_id, item_id=item.item_id, prompt=prompt_text(request or request_for(sortie, item)),
+            with_events=True,
         )
         landed = CrowLanded(item_id=item.item_id, crow=sortie.crow, ok=reply.ok, tokens=tokens)
         if not reply.ok:
