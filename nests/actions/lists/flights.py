@@ -208,6 +208,51 @@ def _land_returning(sortie_pk: int, values: dict[str, Any]) -> tuple[Sortie, Tod
     return sortie, todo, item
 
 
+def _land_locking(sortie_pk: int, values: dict[str, Any], tokens: int) -> tuple[Sortie, TodoList, Item] | None:
+    """PostgreSQL: lock the sortie with its list and item (lock_sortie's lock, in its
+    order), land it (write `values`) if it is FLYING under this process, and count its
+    `tokens` on the list, in one statement: a locking `WITH` and two data-modifying ones.
+    Hands back sortie, list, item and crow; None when it was not this process's to land.
+
+    The item and list come from the locking `WITH`, which hands back the rows as they are
+    once locked (as lock_sortie does); the two UPDATEs check and write the newest
+    versions of rows it holds."""
+    q = connection.ops.quote_name
+    sortie_t, item_t, list_t, crow_t = (q(m._meta.db_table) for m in (Sortie, Item, TodoList, Crow))
+    fields = {Sortie._meta.get_field(name): value for name, value in values.items()}
+    sets = ", ".join(f"{q(f.column)} = %s" for f in fields)
+    sql = (
+        f"WITH locked AS (SELECT s.{q('id')} AS sortie_id, row_to_json(i) AS item_row, row_to_json(l) AS list_row"
+        f" FROM {sortie_t} s JOIN {item_t} i ON i.{q('id')} = s.{q('item_id')}"
+        f" JOIN {list_t} l ON l.{q('id')} = s.{q('todo_list_id')}"
+        f" WHERE s.{q('id')} = %s FOR UPDATE OF l, i, s),"
+        f" landed AS (UPDATE {sortie_t} SET {sets} FROM locked WHERE {sortie_t}.{q('id')} = locked.sortie_id"
+        f" AND {sortie_t}.{q('status')} = %s AND {sortie_t}.{q('claimed_by')} = %s RETURNING {sortie_t}.*),"
+        f" counted AS (UPDATE {list_t} SET {q('tokens_used')} = {list_t}.{q('tokens_used')} + %s FROM landed"
+        f" WHERE {list_t}.{q('id')} = landed.{q('todo_list_id')} RETURNING {list_t}.{q('tokens_used')})"
+        f" SELECT row_to_json(landed), locked.item_row, locked.list_row, counted.{q('tokens_used')},"
+        f" (SELECT row_to_json(c) FROM {crow_t} c WHERE c.{q('name')} = landed.{q('crow')}"
+        f" ORDER BY c.{q('id')} LIMIT 1)"
+        f" FROM landed, locked, counted"
+    )
+    params = [sortie_pk, *(f.get_db_prep_save(value, connection) for f, value in fields.items()),
+              Sortie.Status.FLYING, BOOT_ID, tokens]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    db = connection.alias
+    sortie = _from_json(Sortie, row[0], db)
+    item = _from_json(Item, row[1], db)
+    todo = _from_json(TodoList, row[2], db)
+    todo.tokens_used = row[3]
+    sortie.crow_row = row[4]  # type: ignore[attr-defined]  # crow_of
+    item.todo_list = todo
+    sortie.item, sortie.todo_list = item, todo
+    return sortie, todo, item
+
+
 def in_flight() -> int:
     return Sortie.objects.filter(status=Sortie.Status.FLYING).count()
 
@@ -515,7 +560,8 @@ def land_sortie(
     what the crow was asked (rebuilt from the rows when not given), for the flight log."""
     # SQLite: the landing is one UPDATE … RETURNING that also reads whether a sortie waits
     # for a slot and what the next step decides from (_land_returning), and a landing that
-    # finds none waiting hands nothing over.
+    # finds none waiting hands nothing over. PostgreSQL: one statement locks, lands and
+    # counts the tokens (_land_locking), and the rest is read after it.
     waiting_known = connection.vendor != "postgresql"
     tokens = max(0, int(reply.tokens_in)) + max(0, int(reply.tokens_out))
     error = "" if reply.ok else (reply.error or "the crow came back with nothing")
@@ -533,13 +579,10 @@ def land_sortie(
             todo.tokens_used += tokens
             save_fields((todo, ["tokens_used"]))
         else:
-            sortie, todo, item = lock_sortie(sortie_pk)
-            if sortie.status != Sortie.Status.FLYING or sortie.claimed_by != BOOT_ID:
+            found = _land_locking(sortie_pk, landing, tokens)
+            if found is None:
                 return None
-            todo.tokens_used += tokens
-            for name, value in landing.items():
-                setattr(sortie, name, value)
-            save_fields((todo, ["tokens_used"]), (sortie, list(landing)))
+            sortie, todo, item = found
         record_flight(
             crow=sortie.crow, provider=reply.provider, model=reply.model, task=sortie.task,
             ok=reply.ok, tokens_in=reply.tokens_in, tokens_out=reply.tokens_out,
