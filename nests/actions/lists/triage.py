@@ -162,7 +162,7 @@ def conclude_triage(item: Item, *, reply: BrainReply, jev: dict[str, Any]) -> It
 
     with action_atomic():
         if jev:
-            log_jev_tags(list(jev.values()), subject=item.item_id, text=item.text)
+            log_jev_tags(list(jev.values()), subject=item.item_id, text=item.text, with_events=True)
         triage = decide_triage(
             reply, jev, max_crows=settings.CROWS_MAX_CROWS_PER_ITEM, owner_mode=mode_named_in(item.owner_note),
         )
