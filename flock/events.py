@@ -136,15 +136,15 @@ def _insert_holding_id_floor(events: list[Event], other_rows: list[models.Model]
     selects = " UNION ALL ".join([f"SELECT {row} FROM floor"] * len(events))
     values = [f.get_db_prep_save(getattr(event, f.attname), connection) for event in events for f in fields]
     others, other_values = "", []
-    for n, row in enumerate(other_rows):
-        model = type(row)
+    for n, other in enumerate(other_rows):
+        model = type(other)
         row_fields = [f for f in model._meta.local_concrete_fields if not f.generated and f is not model._meta.auto_field]
         for field in row_fields:
-            field.pre_save(row, True)  # auto_now_add and friends
+            field.pre_save(other, True)  # auto_now_add and friends
         others += (f", r{n} AS (INSERT INTO {quote(model._meta.db_table)}"
-                   f" ({', '.join(quote(f.column) for f in row_fields)})"
+                   f" ({', '.join(quote(f.column or f.attname) for f in row_fields)})"
                    f" VALUES ({', '.join(['%s'] * len(row_fields))}))")
-        other_values += [f.get_db_prep_save(getattr(row, f.attname), connection) for f in row_fields]
+        other_values += [f.get_db_prep_save(getattr(other, f.attname), connection) for f in row_fields]
     with connection.cursor() as cursor:
         cursor.execute(
             f"WITH floor AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared({FLOOR_KEY_BASE} + last_value"

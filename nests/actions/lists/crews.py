@@ -42,7 +42,7 @@ def _roster() -> QuerySet[Crow]:
     )
 
 
-def _working_first(rows: list[Crow]) -> list[Crow]:
+def _working_first(rows: Sequence[Crow]) -> list[Crow]:
     return [c for c in rows if c.role == Crow.Role.WORKER] + [c for c in rows if c.role != Crow.Role.WORKER]
 
 
@@ -69,7 +69,7 @@ def _roster_with_nest(nest_id: str) -> tuple[list[Crow], _NestSeen]:
         seen_core_taken=Subquery(rotations.values("core_taken")[:1], output_field=JSONField()),
         seen_outside_taken=Subquery(rotations.values("outside_taken")[:1], output_field=JSONField()),
     ))
-    if rows and rows[0].nest_kind is not None:  # type: ignore[attr-defined]
+    if rows and rows[0].nest_kind is not None:
         first: Any = rows[0]
         seen = _NestSeen(first.nest_kind, list(first.nest_core or []), first.seen_turns,
                          list(first.seen_core_taken or []), list(first.seen_outside_taken or []))
@@ -79,8 +79,8 @@ def _roster_with_nest(nest_id: str) -> tuple[list[Crow], _NestSeen]:
         seen_core_taken=Subquery(rotations.values("core_taken")[:1], output_field=JSONField()),
         seen_outside_taken=Subquery(rotations.values("outside_taken")[:1], output_field=JSONField()),
     ).get(nest_id=nest_id)
-    seen = _NestSeen(nest.kind, list(nest.core or []), nest.seen_turns,  # type: ignore[attr-defined]
-                     list(nest.seen_core_taken or []), list(nest.seen_outside_taken or []))  # type: ignore[attr-defined]
+    seen = _NestSeen(nest.kind, list(nest.core or []), nest.seen_turns,
+                     list(nest.seen_core_taken or []), list(nest.seen_outside_taken or []))
     return _working_first(rows), seen
 
 

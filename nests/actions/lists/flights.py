@@ -117,7 +117,7 @@ def crow_of(sortie: Sortie) -> Crow:
     return _from_json(Crow, row, sortie._state.db)
 
 
-def _from_json[M: models.Model](model: type[M], row: dict[str, Any], db: str) -> M:
+def _from_json[M: models.Model](model: type[M], row: dict[str, Any], db: str | None) -> M:
     """A row of `model` read as a JSON object (its concrete fields by attname)."""
     fields = list(model._meta.concrete_fields)
     values = []
@@ -139,8 +139,14 @@ def _json_object(model: type[models.Model], table: str) -> tuple[str, list[str]]
     """SQLite's `json_object(…)` of a row of `model` named `table` in the query."""
     q = connection.ops.quote_name
     fields = list(model._meta.concrete_fields)
-    return (f"json_object({', '.join(f'%s, {table}.{q(f.column)}' for f in fields)})",
+    return (f"json_object({', '.join(f'%s, {table}.{q(f.column or f.attname)}' for f in fields)})",
             [f.attname for f in fields])
+
+
+def _field(model: type[models.Model], name: str) -> models.Field[Any, Any]:
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.Field)
+    return field
 
 
 def _land_returning(sortie_pk: int, values: dict[str, Any]) -> tuple[Sortie, TodoList, Item] | None:
@@ -159,8 +165,8 @@ def _land_returning(sortie_pk: int, values: dict[str, Any]) -> tuple[Sortie, Tod
     landed meanwhile."""
     q = connection.ops.quote_name
     table = q(Sortie._meta.db_table)
-    fields = {Sortie._meta.get_field(name): value for name, value in values.items()}
-    sets = ", ".join(f"{q(f.column)} = %s" for f in fields)
+    fields = {_field(Sortie, name): value for name, value in values.items()}
+    sets = ", ".join(f"{q(f.column or f.attname)} = %s" for f in fields)
     set_params = [f.get_db_prep_save(value, connection) for f, value in fields.items()]
     sortie_json, sortie_keys = _json_object(Sortie, table)
     item_json, item_keys = _json_object(Item, "i")
@@ -219,8 +225,8 @@ def _land_locking(sortie_pk: int, values: dict[str, Any], tokens: int) -> tuple[
     versions of rows it holds."""
     q = connection.ops.quote_name
     sortie_t, item_t, list_t, crow_t = (q(m._meta.db_table) for m in (Sortie, Item, TodoList, Crow))
-    fields = {Sortie._meta.get_field(name): value for name, value in values.items()}
-    sets = ", ".join(f"{q(f.column)} = %s" for f in fields)
+    fields = {_field(Sortie, name): value for name, value in values.items()}
+    sets = ", ".join(f"{q(f.column or f.attname)} = %s" for f in fields)
     sql = (
         f"WITH locked AS (SELECT s.{q('id')} AS sortie_id, row_to_json(i) AS item_row, row_to_json(l) AS list_row"
         f" FROM {sortie_t} s JOIN {item_t} i ON i.{q('id')} = s.{q('item_id')}"
@@ -309,7 +315,7 @@ def _count_in(sortie: Sortie, todo: TodoList, estimate: int, flying: dict[str, A
         item_load=TAKE_OFF_LOADS["item_load"], list_reserved=TAKE_OFF_LOADS["list_reserved"]
     ).values("item_load", "list_reserved")
     loads_sql, loads_params = loads.query.sql_with_params()
-    fields = {Sortie._meta.get_field(name): value for name, value in flying.items()}
+    fields = {_field(Sortie, name): value for name, value in flying.items()}
     q = connection.ops.quote_name
     with connection.cursor() as cursor:
         cursor.execute(
@@ -317,7 +323,7 @@ def _count_in(sortie: Sortie, todo: TodoList, estimate: int, flying: dict[str, A
             f" WHERE {q('id')} = 1 AND {q('in_air')} < %s AND EXISTS (SELECT 1 FROM ({loads_sql}) loads"
             f" WHERE loads.{q('item_load')} + %s <= %s AND loads.{q('list_reserved')} + %s <= %s)"
             f" RETURNING {q('in_air')})"
-            f" UPDATE {q(Sortie._meta.db_table)} SET {', '.join(f'{q(f.column)} = %s' for f in fields)}"
+            f" UPDATE {q(Sortie._meta.db_table)} SET {', '.join(f'{q(f.column or f.attname)} = %s' for f in fields)}"
             f" WHERE {q('id')} = %s AND EXISTS (SELECT 1 FROM gate) RETURNING {q('id')}",
             [settings.CROWS_MAX_IN_FLIGHT, *loads_params, estimate, settings.CROWS_ITEM_TOKEN_BUDGET,
              todo.tokens_used + estimate, todo.token_budget,

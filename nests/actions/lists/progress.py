@@ -69,11 +69,12 @@ def after_worker_landed(item: Item, landed: Sortie | None = None) -> Item:
     is up or came back with an answer with its locks (flights._land_returning)."""
     current = landed is not None and landed.attempt == item.attempt
     several = item.mode in ("split", "murder")
-    if current and several and hasattr(landed, "workers_up"):
+    up = getattr(landed, "workers_up", None) if current and several else None
+    if up is not None:
         assert landed is not None
-        if landed.workers_up:  # type: ignore[attr-defined]
+        if up:
             return item
-        answered = (landed.status == Sortie.Status.LANDED and landed.ok) or landed.workers_good  # type: ignore[attr-defined]
+        answered = (landed.status == Sortie.Status.LANDED and bool(landed.ok)) or bool(getattr(landed, "workers_good", False))
     else:
         if current and not several:
             assert landed is not None
