@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from flock.actions import record_flight
 from flock.brains import BrainRequest, get_brain
-from flock.events import emit, flush
+from flock.events import emit, unwritten_events
 from flock.models import Crow, Event
 from nests.actions.lists import briefs, queue
 from nests.actions.lists.ending import lock_list, maybe_finish
@@ -48,14 +48,16 @@ def pick_listener(todo: TodoList, speaker: Crow) -> str:
 
 
 def recent_events(todo: TodoList) -> list[dict[str, Any]]:
-    flush()  # a landing's own events, still waiting in its batch, are recent too
+    # A landing's own events, still waiting in its batch, are the most recent.
+    waiting = [(name, payload) for name, payload in unwritten_events(todo.list_id) if name != "crow.banter"]
     rows = (
         Event.objects.filter(list_key=todo.list_id)
         .exclude(name="crow.banter")
         .order_by("-id")
         .values_list("name", "payload")[:RECENT_EVENTS]
     )
-    return [{"event": name, "data": payload} for name, payload in reversed(list(rows))]
+    recent = [*reversed(list(rows)), *waiting][-RECENT_EVENTS:]
+    return [{"event": name, "data": payload} for name, payload in recent]
 
 
 def banter_request(todo: TodoList, *, speaker: Crow, listener: str) -> BrainRequest:

@@ -5,10 +5,11 @@ no lock. Both lock the FlightGate row, so the count of crows in the air (at most
 CROWS_MAX_IN_FLIGHT across the flock) and the hand-over of a freed slot to the oldest
 waiting sortie never race. On PostgreSQL the row carries that count: a take-off counts
 itself in, and a landing out, in the one statement that locks the row (`_count_in`,
-`_count_out`); on SQLite the rows are counted under the write lock. A sortie that finds no slot waits (it is never dropped); a
-sortie whose flight would overrun the item's or the list's token budget does not take
-off, and its item is skipped with reason `budget`. A budget holds the estimate of every
-flight in the air and the real count of every landed one.
+`free_slot`); on SQLite the rows are counted under the write lock. A sortie that finds no
+slot waits (it is never dropped); a sortie whose flight would overrun the item's or the
+list's token budget does not take off, and its item is skipped with reason `budget`. A
+budget holds the estimate of every flight in the air and the real count of every landed
+one.
 
 The gate is the flock's one shared row, so it is taken last, just before the few writes
 that count or hand over a slot, and held only until the commit: a transaction locks its
@@ -41,7 +42,7 @@ from django.utils import timezone
 from flock.actions import record_flight
 from flock.brains import BrainReply, BrainRequest, get_brain, prompt_text
 from flock.db import lock_or_create, save_fields
-from flock.events import batched, emit
+from flock.events import after_events, batched, emit, statement_with_events
 from flock.models import Crow
 from flock.worker import live_runs
 from nests.actions.lists import briefs, queue
@@ -155,9 +156,10 @@ def _land_returning(sortie_pk: int, values: dict[str, Any]) -> tuple[Sortie, Tod
     what the landing's next step decides from: whether a sortie waits for a slot
     (`any_waiting`), whether another item of the list is open (`others_open`, for
     after_item_ended), whether another worker of the item's attempt is up and whether one
-    came back with an answer (`workers_up`, `workers_good`, for after_worker_landed).
-    What lock_sortie, the sortie's write and those reads were, in one statement. None when
-    it was not this process's to land.
+    came back with an answer (`workers_up`, `workers_good`, for after_worker_landed), and
+    the Elder's name (on the item, for after_worker_landed to call it in). What
+    lock_sortie, the sortie's write and those reads were, in one statement. None when it
+    was not this process's to land.
 
     Every SQLite transaction holds the write lock from its BEGIN, so what it reads is
     exact. PostgreSQL reads them after its locks instead: a subquery of the locking
@@ -187,7 +189,8 @@ def _land_returning(sortie_pk: int, values: dict[str, Any]) -> tuple[Sortie, Tod
         f" EXISTS (SELECT 1 FROM {q(Item._meta.db_table)} o WHERE o.{q('todo_list_id')} = {table}.{q('todo_list_id')}"
         f" AND o.{q('stage')} NOT IN (%s, %s) AND o.{q('id')} <> {table}.{q('item_id')}),"
         f" EXISTS (SELECT 1 {siblings} AND w.{q('status')} NOT IN (%s, %s)),"
-        f" EXISTS (SELECT 1 {siblings} AND w.{q('status')} = %s AND w.{q('ok')})"
+        f" EXISTS (SELECT 1 {siblings} AND w.{q('status')} = %s AND w.{q('ok')}),"
+        f" (SELECT e.{q('name')} FROM {q(Crow._meta.db_table)} e WHERE e.{q('role')} = %s ORDER BY e.{q('id')} LIMIT 1)"
     )
     params = [
         *set_params, sortie_pk, S.FLYING, BOOT_ID,
@@ -195,6 +198,7 @@ def _land_returning(sortie_pk: int, values: dict[str, Any]) -> tuple[Sortie, Tod
         S.WAITING, *Item.ENDED,
         Sortie.Role.WORKER, S.LANDED, S.CANCELLED,
         Sortie.Role.WORKER, S.LANDED,
+        Crow.Role.ELDER,
     ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -209,6 +213,7 @@ def _land_returning(sortie_pk: int, values: dict[str, Any]) -> tuple[Sortie, Tod
     sortie.any_waiting, sortie.others_open, sortie.workers_up, sortie.workers_good = (  # type: ignore[attr-defined]
         bool(value) for value in row[4:8]
     )
+    item.elder_name = row[8]  # type: ignore[attr-defined]  # for after_worker_landed
     item.todo_list = todo
     sortie.item, sortie.todo_list = item, todo
     return sortie, todo, item
@@ -218,7 +223,8 @@ def _land_locking(sortie_pk: int, values: dict[str, Any], tokens: int) -> tuple[
     """PostgreSQL: lock the sortie with its list and item (lock_sortie's lock, in its
     order), land it (write `values`) if it is FLYING under this process, and count its
     `tokens` on the list, in one statement: a locking `WITH` and two data-modifying ones.
-    Hands back sortie, list, item and crow; None when it was not this process's to land.
+    Hands back sortie, list, item and crow, and the Elder's name on the item (unlocked
+    reads, as they were on their own); None when it was not this process's to land.
 
     The item and list come from the locking `WITH`, which hands back the rows as they are
     once locked (as lock_sortie does); the two UPDATEs check and write the newest
@@ -238,11 +244,12 @@ def _land_locking(sortie_pk: int, values: dict[str, Any], tokens: int) -> tuple[
         f" WHERE {list_t}.{q('id')} = landed.{q('todo_list_id')} RETURNING {list_t}.{q('tokens_used')})"
         f" SELECT row_to_json(landed), locked.item_row, locked.list_row, counted.{q('tokens_used')},"
         f" (SELECT row_to_json(c) FROM {crow_t} c WHERE c.{q('name')} = landed.{q('crow')}"
-        f" ORDER BY c.{q('id')} LIMIT 1)"
+        f" ORDER BY c.{q('id')} LIMIT 1),"
+        f" (SELECT e.{q('name')} FROM {crow_t} e WHERE e.{q('role')} = %s ORDER BY e.{q('id')} LIMIT 1)"
         f" FROM landed, locked, counted"
     )
     params = [sortie_pk, *(f.get_db_prep_save(value, connection) for f, value in fields.items()),
-              Sortie.Status.FLYING, BOOT_ID, tokens]
+              Sortie.Status.FLYING, BOOT_ID, tokens, Crow.Role.ELDER]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
@@ -254,6 +261,7 @@ def _land_locking(sortie_pk: int, values: dict[str, Any], tokens: int) -> tuple[
     todo = _from_json(TodoList, row[2], db)
     todo.tokens_used = row[3]
     sortie.crow_row = row[4]  # type: ignore[attr-defined]  # crow_of
+    item.elder_name = row[5]  # type: ignore[attr-defined]  # for after_worker_landed
     item.todo_list = todo
     sortie.item, sortie.todo_list = item, todo
     return sortie, todo, item
@@ -332,17 +340,12 @@ def _count_in(sortie: Sortie, todo: TodoList, estimate: int, flying: dict[str, A
         return cursor.fetchone() is not None
 
 
-def _count_out() -> tuple[int, bool] | None:
-    """PostgreSQL: count a landing out on the gate's row, in one statement that locks it;
-    (flights still in the air, whether a sortie may wait), None when there is no row."""
+def _count_out_sql() -> str:
+    """PostgreSQL: count a landing out on the gate's row (which locks it), returning the
+    flights still in the air and whether a sortie may wait; no row when there is no gate."""
     q = connection.ops.quote_name
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {q(FlightGate._meta.db_table)} SET {q('in_air')} = GREATEST({q('in_air')} - 1, 0)"
-            f" WHERE {q('id')} = 1 RETURNING {q('in_air')}, {q('waiting')}",
-        )
-        row = cursor.fetchone()
-    return (int(row[0]), bool(row[1])) if row is not None else None
+    return (f"UPDATE {q(FlightGate._meta.db_table)} SET {q('in_air')} = GREATEST({q('in_air')} - 1, 0)"
+            f" WHERE {q('id')} = 1 RETURNING {q('in_air')}, {q('waiting')}")
 
 
 def free_slot(*, landed: bool, any_waiting: bool | None = None) -> None:
@@ -351,20 +354,34 @@ def free_slot(*, landed: bool, any_waiting: bool | None = None) -> None:
 
     SQLite: `any_waiting` (read with the landing's locks) False hands nothing over. On
     PostgreSQL the landing is counted out and the gate says whether any sortie may wait,
-    in one statement; only then is a waiting sortie looked for."""
+    in one statement, written with the landing's events as their INSERT's last part
+    (flock.events.statement_with_events: the gate is the transaction's last lock, and a
+    statement less); only then, and only if the gate says so, is a waiting sortie looked
+    for."""
     if connection.vendor != "postgresql":
         if any_waiting is None or any_waiting:
             lock_gate()
             hand_over_slots()
         return
-    counted = _count_out() if landed else None
-    if counted is None:
+    if not landed:
         gate = lock_gate()
         assert gate is not None
-        counted = (gate.in_air, gate.waiting)
-    in_air, waiting = counted
-    if waiting:
-        hand_over_slots(in_air)
+        if gate.waiting:
+            hand_over_slots(gate.in_air)
+        return
+    counted = statement_with_events(_count_out_sql(), [])
+
+    def hand_over() -> None:
+        if counted.row is None:  # no gate row yet
+            gate = lock_gate()
+            assert gate is not None
+            in_air, waiting = gate.in_air, gate.waiting
+        else:
+            in_air, waiting = int(counted.row["in_air"]), bool(counted.row["waiting"])
+        if waiting:
+            hand_over_slots(in_air)
+
+    after_events(hand_over)
 
 
 class Launch(NamedTuple):
@@ -612,7 +629,8 @@ def land_sortie(
                     maybe_start_banter(todo, item=item, speaker=crow_of(sortie))
                 after_worker_landed(item, sortie)
             else:
-                after_elder_landed(item, sortie)
+                parts = request.context.get("parts") if request is not None and sortie.attempt == item.attempt else None
+                after_elder_landed(item, sortie, parts)
         else:
             maybe_finish(todo)
         free_slot(landed=True, any_waiting=sortie.any_waiting if waiting_known else None)  # type: ignore[attr-defined]

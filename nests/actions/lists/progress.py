@@ -10,6 +10,7 @@ every item and do not count toward that.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from django.conf import settings
 
@@ -91,15 +92,23 @@ def after_worker_landed(item: Item, landed: Sortie | None = None) -> Item:
         return skip_item(item, reason=FAILURE)
     item.stage = Item.Stage.MERGING
     item.save(update_fields=["stage"])
-    plan_sortie(item, role=Sortie.Role.ELDER, crow=elder_name(),
-                task="merge" if item.mode == "split" else "synthesise")
+    # A landing reads the Elder's name with its rows (flights._land_returning, _land_locking).
+    elder = getattr(item, "elder_name", None) or elder_name()
+    plan_sortie(item, role=Sortie.Role.ELDER, crow=elder, task="merge" if item.mode == "split" else "synthesise")
     return item
 
 
-def after_elder_landed(item: Item, elder: Sortie) -> Item:
-    good = list(
-        item.sorties.filter(attempt=item.attempt, role=Sortie.Role.WORKER, status=Sortie.Status.LANDED, ok=True).order_by("n", "id")
-    )
+def after_elder_landed(item: Item, elder: Sortie, parts: Sequence[dict[str, Any]] | None = None) -> Item:
+    """`parts` are the workers' answers the Elder was given (its request's, flights.
+    request_for: the item's workers that landed with an answer, which no longer change
+    once the Elder flies); read from the rows when not given."""
+    if parts is not None:
+        good = [Sortie(crow=p["crow"], text=p["text"], subtask=p.get("subtask", "")) for p in parts]
+    else:
+        good = list(
+            item.sorties.filter(attempt=item.attempt, role=Sortie.Role.WORKER, status=Sortie.Status.LANDED, ok=True)
+            .order_by("n", "id")
+        )
     if elder.ok and elder.text.strip():
         return answer_item(item, answer=elder.text, crows=[*(s.crow for s in good), elder.crow])
     # The Elder failed: the answer is the parts that came back, unmerged, from the crows
