@@ -12,7 +12,7 @@ from django.db import transaction
 from flock.brains import BrainSpecError, check_brain_spec
 from flock.brains.registry import SPEC_RE, SPEC_WORDS
 from flock.errors import BadInput, Conflict, NotFound
-from flock.events import emit
+from flock.events import emit, insert_with_events
 from flock.models import Crow, Flight, JevTag
 from flock.payloads import CrowHatched, CrowRetired, CrowUpdated
 from flock.personas import FLOCK, ROSTER, TASK_TYPES
@@ -61,9 +61,13 @@ def record_flight(
     nest_id: str = "",
     msg_id: str = "",
     prompt: str = "",
+    with_events: bool = False,
 ) -> Flight:
-    """Append one brain call to the flight log, with what the crow was asked."""
-    return Flight.objects.create(
+    """Append one brain call to the flight log, with what the crow was asked. With
+    `with_events`, in a `batched()` block the line is written with the block's events
+    (flock.events.insert_with_events: on PostgreSQL in their statement), and the Flight
+    returned has no id yet."""
+    flight = Flight(
         crow=crow,
         provider=provider,
         model=model,
@@ -80,6 +84,11 @@ def record_flight(
         error=error[:2000],
         prompt=prompt[:PROMPT_LOG_MAX_CHARS],
     )
+    if with_events:
+        insert_with_events(flight)
+    else:
+        flight.save(force_insert=True)
+    return flight
 
 
 def _jev_tag(answer: Any, *, subject: str = "", text: str = "", outcome: dict | None = None) -> JevTag:
@@ -106,9 +115,16 @@ def log_jev_tag(answer: Any, *, subject: str = "", text: str = "", outcome: dict
     return tag
 
 
-def log_jev_tags(answers: list[Any], *, subject: str = "", text: str = "") -> list[JevTag]:
-    """Append several Jev answers about one text to the tag log, in one INSERT."""
-    return JevTag.objects.bulk_create([_jev_tag(answer, subject=subject, text=text) for answer in answers])
+def log_jev_tags(answers: list[Any], *, subject: str = "", text: str = "", with_events: bool = False) -> list[JevTag]:
+    """Append several Jev answers about one text to the tag log, in one INSERT. With
+    `with_events`, in a `batched()` block they are written with the block's events
+    (flock.events.insert_with_events), and have no ids until then."""
+    tags = [_jev_tag(answer, subject=subject, text=text) for answer in answers]
+    if not with_events:
+        return JevTag.objects.bulk_create(tags)
+    for tag in tags:
+        insert_with_events(tag)
+    return tags
 
 
 # --- Boss's orders: hatching and retiring crows (issue 5) -------------------------------

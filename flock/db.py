@@ -135,41 +135,37 @@ def save_fields(*rows: tuple[models.Model, Sequence[str]]) -> None:
     without the model signals (the rows passed here have no receivers and no `save()` of
     their own).
 
-    On PostgreSQL the UPDATEs go in one round trip: psycopg's client-side binding (Django's
-    default cursor) sends several statements as one query. A take-off and a landing each
-    write their item, list and sortie: one round trip instead of three, and the list's row
-    lock, which the list's other flights queue for, is let go that much sooner
-    (docs/PERFORMANCE.md). Elsewhere, or with server-side binding (which takes
-    one statement per query), one `save` per row. Like `save`, a row that is no longer
-    there raises its model's `NotUpdated`, and the caller's transaction rolls back.
+    On PostgreSQL the UPDATEs are one statement, each a data-modifying `WITH` of it that
+    returns the rows it updated: one round trip and one statement instead of one per
+    row. A landing writes its list and sortie: the list's row lock, which the list's other
+    flights queue for, is let go that much sooner (docs/PERFORMANCE.md). The rows must be
+    different rows (the parts of one statement share one snapshot). Elsewhere one `save`
+    per row. Like `save`, a row that is no longer there raises its model's `NotUpdated`,
+    and the caller's transaction rolls back.
 
     For plain values of a row's own concrete fields: not for fields of an inherited
     parent's table, nor for expressions (`F()`), which `save` would handle."""
     if any(not fields for _, fields in rows):
         raise ValueError("save_fields needs at least one field for every row")
-    one_query = connection.vendor == "postgresql" and not connection.settings_dict.get("OPTIONS", {}).get(
-        "server_side_binding"
-    )
-    if not one_query or len(rows) < 2:
+    if connection.vendor != "postgresql" or len(rows) < 2:
         for row, fields in rows:
             row.save(update_fields=fields)
         return
-    statements: list[str] = []
+    parts: list[str] = []
     params: list[Any] = []
-    for row, fields in rows:
+    for n, (row, fields) in enumerate(rows):
         model = type(row)
         concrete = {f.name: f for f in model._meta.concrete_fields}
         query = UpdateQuery(model)
         query.add_update_values({name: concrete[name].pre_save(row, False) for name in fields})
         query.add_q(models.Q(pk=row.pk))
         text, args = query.get_compiler(connection.alias).as_sql()
-        statements.append(text)
+        parts.append(f"u{n} AS ({text} RETURNING 1)")
         params.extend(args)
+    counted = ", ".join(f"(SELECT count(*) FROM u{n})" for n in range(len(rows)))
     with connection.cursor() as cursor:
-        cursor.execute("; ".join(statements), params)
-        counts = [cursor.rowcount]
-        while cursor.nextset():
-            counts.append(cursor.rowcount)
+        cursor.execute(f"WITH {', '.join(parts)} SELECT {counted}", params)
+        counts = list(cursor.fetchone())
     for (row, _), count in zip(rows, counts, strict=True):
         if count != 1:
             # Django 6 gives every model a NotUpdated; the stubs do not know it yet.

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, is_typeddict
 
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.db.models import Max
 
 from flock.db import queued_on_commit
@@ -105,7 +105,7 @@ def _event_sequence() -> str:
     return _SEQUENCES[alias]
 
 
-def _insert_holding_id_floor(events: list[Event]) -> None:
+def _insert_holding_id_floor(events: list[Event], other_rows: list[models.Model], ridings: list[Riding]) -> None:
     """PostgreSQL, a transaction's first events: insert `events` (in their order) and, in
     the same statement, hold a shared transaction lock keyed by a number no larger than
     any id this transaction will take (the sequence's next value, read just before the
@@ -117,6 +117,10 @@ def _insert_holding_id_floor(events: list[Event]) -> None:
     row is read from, so it is held before the first row's id default (nextval) runs;
     several rows are one `SELECT … FROM floor` each, joined by UNION ALL, which runs its
     branches in order, so their ids follow the list's order.
+
+    `other_rows` (of other tables, inserted with these events: insert_with_events) and
+    `ridings` (statement_with_events) go into the same statement, each a data-modifying
+    `WITH` of it, the ridings' first rows returned beside each event's id.
 
     Once per transaction: ids only grow, so the floor taken before the first id is below
     every later one too. A floor taken inside a savepoint that is rolled back is released
@@ -130,17 +134,35 @@ def _insert_holding_id_floor(events: list[Event]) -> None:
     else:
         # UNION ALL resolves an untyped parameter as text: each says its column's type.
         row = ", ".join(f"CAST(%s AS {f.db_type(connection)})" for f in fields)
-    rows = " UNION ALL ".join([f"SELECT {row} FROM floor"] * len(events))
+    selects = " UNION ALL ".join([f"SELECT {row} FROM floor"] * len(events))
     values = [f.get_db_prep_save(getattr(event, f.attname), connection) for event in events for f in fields]
+    others, other_values = "", []
+    for n, other in enumerate(other_rows):
+        model = type(other)
+        row_fields = [f for f in model._meta.local_concrete_fields if not f.generated and f is not model._meta.auto_field]
+        for field in row_fields:
+            field.pre_save(other, True)  # auto_now_add and friends
+        others += (f", r{n} AS (INSERT INTO {quote(model._meta.db_table)}"
+                   f" ({', '.join(quote(f.column or f.attname) for f in row_fields)})"
+                   f" VALUES ({', '.join(['%s'] * len(row_fields))}))")
+        other_values += [f.get_db_prep_save(getattr(other, f.attname), connection) for f in row_fields]
+    riding_values: list[Any] = []
+    for n, riding in enumerate(ridings):
+        others += f", w{n} AS ({riding.sql})"
+        riding_values += riding.params
+    returned = "".join(f", (SELECT row_to_json(w{n}) FROM w{n} LIMIT 1)" for n in range(len(ridings)))
     with connection.cursor() as cursor:
         cursor.execute(
             f"WITH floor AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared({FLOOR_KEY_BASE} + last_value"
-            f" + CASE WHEN is_called THEN 1 ELSE 0 END) FROM {_event_sequence()})"
-            f" INSERT INTO {quote(Event._meta.db_table)} ({columns}) {rows}"
-            f" RETURNING {quote('id')}",
-            values,
+            f" + CASE WHEN is_called THEN 1 ELSE 0 END) FROM {_event_sequence()}){others}"
+            f" INSERT INTO {quote(Event._meta.db_table)} ({columns}) {selects}"
+            f" RETURNING {quote('id')}{returned}",
+            [*other_values, *riding_values, *values],
         )
-        ids = sorted(row[0] for row in cursor.fetchall())
+        fetched = cursor.fetchall()
+        ids = sorted(row[0] for row in fetched)
+    for n, riding in enumerate(ridings):
+        riding.row, riding.written = fetched[0][1 + n], True
     for event, pk in zip(events, ids, strict=True):
         event.pk = pk
         event._state.adding = False
@@ -148,11 +170,27 @@ def _insert_holding_id_floor(events: list[Event]) -> None:
     transaction.on_commit(_floor_held)
 
 
-def _insert(events: list[Event]) -> None:
-    """Insert `events` in one statement, their ids in the list's order."""
-    if connection.vendor == "postgresql" and not queued_on_commit(_floor_held):
-        _insert_holding_id_floor(events)
-    elif len(events) == 1:
+def _insert(events: list[Event], other_rows: list[models.Model], ridings: list[Riding]) -> None:
+    """Insert `events` in one statement, their ids in the list's order, and `other_rows`,
+    and run `ridings` last (all in that statement on PostgreSQL, when it takes the
+    transaction's id floor)."""
+    if events and connection.vendor == "postgresql" and not queued_on_commit(_floor_held):
+        _insert_holding_id_floor(events, other_rows, ridings)
+        return
+    _insert_apart(events, other_rows)
+    for riding in ridings:
+        riding.run()
+
+
+def _insert_apart(events: list[Event], other_rows: list[models.Model]) -> None:
+    by_model: dict[type[models.Model], list[models.Model]] = {}
+    for row in other_rows:
+        by_model.setdefault(type(row), []).append(row)
+    for model, rows in by_model.items():
+        model._default_manager.bulk_create(rows)
+    if not events:
+        return
+    if len(events) == 1:
         events[0].save(force_insert=True)
     else:
         # SQLite and PostgreSQL both hand back the ids of a multi-row INSERT in row order.
@@ -248,6 +286,9 @@ class _Batch:
         self.alias = connection.alias
         self.savepoints = _savepoints()
         self.pending: list[tuple[Event, dict[str, Any]]] = []
+        self.rows: list[models.Model] = []  # insert_with_events
+        self.ridings: list[Riding] = []  # statement_with_events
+        self.after: list[Callable[[], object]] = []  # after_events
 
 
 _batches = threading.local()
@@ -286,10 +327,92 @@ def batched() -> Iterator[None]:
 def flush() -> None:
     """Write the events a `batched()` block holds (before reading the event log in it)."""
     batch: _Batch | None = getattr(_batches, "open", None)
-    if batch is None or not batch.pending or batch.alias != connection.alias:
+    if batch is None or batch.alias != connection.alias:
         return
-    pending, batch.pending = batch.pending, []
-    _write([event for event, _ in pending], [body for _, body in pending])
+    if batch.pending or batch.rows or batch.ridings:
+        pending, batch.pending = batch.pending, []
+        rows, batch.rows = batch.rows, []
+        ridings, batch.ridings = batch.ridings, []
+        _write([event for event, _ in pending], [body for _, body in pending], rows, ridings)
+    after, batch.after = batch.after, []
+    for callback in after:
+        callback()
+
+
+@dataclass
+class Riding:
+    """A statement run with a batch's events (statement_with_events): `row` is the first
+    row it returned, as a dict of column to value, once `written`."""
+
+    sql: str
+    params: list[Any]
+    written: bool = False
+    row: dict[str, Any] | None = None
+
+    def run(self) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(self.sql, self.params)
+            found = cursor.fetchone()
+            names = [column.name for column in cursor.description or ()]
+        self.row, self.written = (dict(zip(names, found, strict=True)) if found is not None else None), True
+
+
+def _open_batch() -> _Batch | None:
+    """The open batched() block of this connection, unless a savepoint opened within it."""
+    batch: _Batch | None = getattr(_batches, "open", None)
+    if batch is not None and batch.alias == connection.alias and _savepoints() == batch.savepoints:
+        return batch
+    return None
+
+
+def statement_with_events(sql: str, params: list[Any]) -> Riding:
+    """Run `sql`, one data-modifying statement with a RETURNING clause, with the events of
+    the open `batched()` block, after them: on PostgreSQL as a data-modifying `WITH` of
+    their INSERT (when that statement takes the transaction's id floor), a statement
+    less; otherwise on its own, when they are written. Outside a block (or inside a
+    savepoint opened within one) it runs now. For a write that should be the
+    transaction's last (the flight gate's count, nests/actions/lists/flights.py); what it
+    returned is read in an after_events callback."""
+    riding = Riding(sql, list(params))
+    batch = _open_batch()
+    if batch is None:
+        riding.run()
+    else:
+        batch.ridings.append(riding)
+    return riding
+
+
+def after_events(callback: Callable[[], object]) -> None:
+    """Call `callback` once the open `batched()` block's events (and ridings) are written,
+    still inside its transaction; outside a block, now."""
+    batch = _open_batch()
+    if batch is None:
+        callback()
+    else:
+        batch.after.append(callback)
+
+
+def unwritten_events(list_key: str) -> list[tuple[str, dict[str, Any]]]:
+    """The events of `list_key` the open `batched()` block holds, not yet written, as
+    (name, payload) in emit order: a read of the log in the block adds them to what it
+    reads instead of writing them first (a statement more)."""
+    batch: _Batch | None = getattr(_batches, "open", None)
+    if batch is None or batch.alias != connection.alias:
+        return []
+    return [(event.name, body) for event, body in batch.pending if event.list_key == list_key]
+
+
+def insert_with_events(row: models.Model) -> None:
+    """Insert `row` (a new row of any table: a log line) with the events of the open
+    `batched()` block, when they are written: on PostgreSQL in their very INSERT, a
+    statement less (a landing's flight-log line, docs/PERFORMANCE.md). Outside a block,
+    or inside a savepoint opened within one, it is inserted now. Its id is not set until
+    then, and no save signals are sent: for rows nobody reads back in the transaction."""
+    batch = _open_batch()
+    if batch is not None:
+        batch.rows.append(row)
+        return
+    type(row)._default_manager.bulk_create([row])
 
 
 class _Doorbell:
@@ -309,8 +432,11 @@ def _publish_on_commit(published: Published) -> None:
     transaction.on_commit(lambda: ring(published))
 
 
-def _write(events: list[Event], bodies: list[dict[str, Any]]) -> None:
-    _insert(events)
+def _write(
+    events: list[Event], bodies: list[dict[str, Any]], other_rows: list[models.Model] | None = None,
+    ridings: list[Riding] | None = None,
+) -> None:
+    _insert(events, other_rows or [], ridings or [])
     for event, body in zip(events, bodies, strict=True):
         published = Published(
             id=event.id,

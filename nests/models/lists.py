@@ -152,9 +152,22 @@ class Banter(models.Model):
 
 class FlightGate(models.Model):
     """The one row every flight start and landing locks, so counting the flock's flights
-    in the air and handing a freed slot to the oldest waiting sortie never race."""
+    in the air and handing a freed slot to the oldest waiting sortie never race.
+
+    On PostgreSQL it also carries the count (nests/actions/lists/flights.py): a take-off
+    counts itself in with one `UPDATE … WHERE in_air < cap`, a landing counts itself out
+    with one `UPDATE … RETURNING waiting`, each of which locks the row and reads its
+    newest version. SQLite counts the rows instead, under the write lock every one of its
+    transactions holds, and leaves these columns alone."""
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    # PostgreSQL: the sorties FLYING, counted at take-off and landing (recounted from the
+    # rows at each start-up recovery).
+    in_air = models.PositiveIntegerField(default=0)
+    # PostgreSQL: a sortie may be WAITING for a slot. Set by a take-off that waits, under
+    # the row's lock; cleared by a hand-over that finds none left to wake. A landing that
+    # finds it unset hands nothing over and reads no sortie.
+    waiting = models.BooleanField(default=False)
 
 
 class CrowRotation(models.Model):

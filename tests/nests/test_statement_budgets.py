@@ -25,7 +25,7 @@ SHAPES = Path(__file__).with_name("statement_shapes.json")
 # At or below these, on SQLite. Lower a budget when a change cuts statements; never raise
 # one without saying why in the commit.
 BUDGETS: dict[str, dict[str, float]] = {
-    "owner verdict": {"statements": 11, "round_trips": 13, "transactions": 1},
+    "owner verdict": {"statements": 9, "round_trips": 11, "transactions": 1},
     # +1: Jev judges the room's open expectations against each post, which reads them
     # (docs/GOVERNANCE.md, 4).
     "owner post": {"statements": 30, "round_trips": 38},
@@ -34,8 +34,8 @@ BUDGETS: dict[str, dict[str, float]] = {
     # +1 for Boss's budget watch: a crow's reply reads the room's budget, to propose a top-up
     # when its tokens run low (docs/GOVERNANCE.md, 3).
     "owner post, with what it sets off": {"statements": 51, "round_trips": 65},
-    "list": {"statements": 583, "round_trips": 717, "transactions": 67},
-    "flight": {"statements per flight": 14.3, "round trips per flight": 18.3},
+    "list": {"statements": 481, "round_trips": 615, "transactions": 67},
+    "flight": {"statements per flight": 11.0, "round trips per flight": 15.0},
 }
 
 def _figures(result: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -7,7 +7,7 @@
   for it, and meanwhile the list's row is already locked and the sortie's is not.
   PostgreSQL's manual does not promise this order (its source keeps it: the `OF` list's
   order becomes the order its executor locks in), so this test is what guards it.
-- It writes its item, list and sortie in one round trip (flock.db.save_fields), and a row
+- It writes its item, list and sortie in one statement (flock.db.save_fields), and a row
   that is gone raises its model's NotUpdated and fails the whole transaction, as
   `save(update_fields=…)` does."""
 
@@ -114,10 +114,68 @@ print(json.dumps(steps))
 """
 
 
-def test_a_flights_row_writes_go_in_one_round_trip_and_a_missing_row_rolls_all_back(tmp_path):
+def test_a_flights_row_writes_are_one_statement_and_a_missing_row_rolls_all_back(tmp_path):
     steps = run_on_fresh_postgres(SAVE_FIELDS, tmp_path)
 
     assert steps["statements"] == 1
     assert steps["saved"] == [7, 11, "caw; it's done"]
     assert steps["error"] == f"save_fields found no Item {steps['gone']} to update"
     assert steps["after the error"] == 7
+
+
+LANDING = LOCK_PROBES + """
+import json, os, threading
+import psycopg
+from django.db import connection
+from flock.brains import BrainReply
+from nests.actions import post_list
+from nests.actions.lists import land_sortie, launch_sortie
+from nests.actions.lists.flights import IN_AIR
+from nests.models import Sortie
+
+todo = post_list("milk", requester="ada")
+sortie = Sortie.objects.get(todo_list=todo)
+launch_sortie(sortie.pk)
+IN_AIR.release(sortie.pk)
+url = os.environ["DATABASE_URL"]
+steps = {}
+reply = BrainReply(ok=True, text="done", tokens_in=7, tokens_out=0, provider="mock", model="mock", latency_ms=1)
+
+holder = psycopg.connect(url)  # its transaction holds the item's row until rolled back
+holder.execute("SELECT 1 FROM nests_item WHERE id = %s FOR UPDATE", [sortie.item_id])
+holder.execute("UPDATE nests_item SET owner_note = 'changed while the landing waited' WHERE id = %s", [sortie.item_id])
+landed = {}
+
+def land():
+    landed["sortie"] = land_sortie(sortie.pk, reply, jev={})
+    connection.close()
+
+landing = threading.Thread(target=land)
+landing.start()
+probe = psycopg.connect(url, autocommit=True)
+steps["waiting for the item"] = lock_waiters(probe)
+steps["list"] = row_lock(probe, "nests_todolist", todo.pk)
+steps["sortie"] = row_lock(probe, "nests_sortie", sortie.pk)
+holder.commit()
+landing.join(30)
+steps["item as landed"] = landed["sortie"].item.owner_note
+steps["tokens"] = type(todo).objects.get(pk=todo.pk).tokens_used
+steps["status"] = Sortie.objects.get(pk=sortie.pk).status
+steps["again"] = land_sortie(sortie.pk, reply, jev={}) is None
+print(json.dumps(steps))
+"""
+
+
+def test_a_landing_locks_list_item_and_sortie_in_the_lists_order_and_reads_them_as_locked(tmp_path):
+    """A landing's one statement (flights._land_locking) takes the list, the item and the
+    sortie in the lists' order, hands back the item as it is once locked (a change that
+    committed while it waited), counts the tokens once, and a second landing does nothing."""
+    steps = run_on_fresh_postgres(LANDING, tmp_path)
+
+    assert steps["waiting for the item"] == 1
+    assert steps["list"] == "held"
+    assert steps["sortie"] == "free"
+    assert steps["item as landed"] == "changed while the landing waited"
+    assert steps["tokens"] == 7
+    assert steps["status"] == "landed"
+    assert steps["again"]

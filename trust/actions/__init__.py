@@ -13,6 +13,8 @@ from trust.actions.owner import lift_cooldown, reset_trust
 from trust.actions.quarantine import quarantine_crow, record_breach, reinstate_crow, retire_crow
 from trust.actions.strikes import admit_post, on_strike, poster_key
 from trust.actions.verdicts import (
+    auto_verdict_if_trusted,
+    emit_auto_verdict,
     on_overrule,
     on_verdict,
     open_approval,
@@ -35,6 +37,8 @@ __all__ = [
     "reschedule_decision_timeouts",
     "retire_crow",
     "admit_post",
+    "auto_verdict_if_trusted",
+    "emit_auto_verdict",
     "lift_cooldown",
     "on_overrule",
     "on_strike",

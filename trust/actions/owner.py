@@ -10,10 +10,10 @@ from django.utils import timezone
 from flock.errors import BadInput, NotFound
 from flock.events import emit
 from flock.personas import TASK_TYPES
+from trust.actions.ledger import APPEND_TRIES, append_entry, newest_balance
 from trust.actions.locking import lock_event_log
-from trust.models import STRANGER, Post, Strike, TrustEntry, TrustHolder
+from trust.models import STRANGER, Post, Strike, TrustEntry
 from trust.payloads import CooldownLifted, TrustChanged
-from trust.queries import trust_balance
 
 
 def reset_trust(holder: str, *, task_type: str, by: str) -> TrustEntry | None:
@@ -29,20 +29,24 @@ def reset_trust(holder: str, *, task_type: str, by: str) -> TrustEntry | None:
         raise BadInput(f"task_type must be one of {', '.join(TASK_TYPES)}, got {task_type!r}")
     with transaction.atomic():
         lock_event_log()
-        TrustHolder.objects.get_or_create(holder=holder, task_type=task_type)
-        TrustHolder.objects.select_for_update().get(holder=holder, task_type=task_type)
-        level, streak = trust_balance(holder, task_type)
-        if level == STRANGER and streak == 0:
-            return None
-        entry = TrustEntry.objects.create(
-            holder=holder,
-            task_type=task_type,
-            outcome=TrustEntry.Outcome.RESET,
-            source=TrustEntry.Source.RESET,
-            level_before=level,
-            level=STRANGER,
-            streak=0,
-        )
+        for _ in range(APPEND_TRIES):
+            level, streak, seq = newest_balance(holder, task_type)
+            if level == STRANGER and streak == 0:
+                return None
+            entry = TrustEntry(
+                holder=holder,
+                task_type=task_type,
+                outcome=TrustEntry.Outcome.RESET,
+                source=TrustEntry.Source.RESET,
+                level_before=level,
+                level=STRANGER,
+                streak=0,
+                seq=seq + 1,
+            )
+            if append_entry(entry):
+                break
+        else:
+            raise RuntimeError(f"could not append to {holder}/{task_type}'s trust ledger in {APPEND_TRIES} tries")
         if level != STRANGER:
             reset: TrustChanged = {"holder": holder, "task_type": task_type, "from": level, "to": STRANGER, "by": by}
             emit("trust.changed", reset)

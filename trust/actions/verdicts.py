@@ -30,7 +30,7 @@ from flock.schemas import ID_MAX
 from trust.actions.ledger import record_trust_outcome
 from trust.actions.locking import lock_event_log
 from trust.actions.timers import schedule_approval_timeout
-from trust.models import Approval, Target, Verdict
+from trust.models import TRUSTED, Approval, Target, TrustEntry, Verdict
 from trust.payloads import VerdictOverruled, VerdictPayload
 
 TARGETS = tuple(Target.values)
@@ -129,6 +129,64 @@ def record_auto_verdict(
         )
         _emit_verdict(verdict)
     return verdict
+
+
+def auto_verdict_if_trusted(
+    item_id: str,
+    *,
+    target: str,
+    list_id: str = "",
+    nest_id: str = "",
+    attempt: int = 1,
+    task_type: str,
+    holders: list[str] | tuple[str, ...],
+) -> Verdict | None:
+    """record_auto_verdict's row when every holder is trusted for `task_type`
+    (trust.queries.all_trusted), else None: the target then needs the owner. One
+    `INSERT … SELECT … WHERE` with each holder's newest level in its condition, instead of
+    a read of the levels and then the insert.
+
+    The caller emits the verdict with emit_auto_verdict, after what announced its target
+    (item.triaged, item.answered: their `needs_approval` is this one's None). The levels
+    are read without a lock, as all_trusted reads them: a verdict moving trust meanwhile
+    takes effect from the next target on, either way."""
+    names = list(dict.fromkeys(holders))
+    if not names:
+        return None  # nothing to vouch for (all_trusted)
+    q = connection.ops.quote_name
+    entries = q(TrustEntry._meta.db_table)
+    newest = (f"(SELECT e.{q('level')} FROM {entries} e WHERE e.{q('holder')} = %s AND e.{q('task_type')} = %s"
+              f" ORDER BY e.{q('seq')} DESC LIMIT 1) = %s")
+    condition = " AND ".join([newest] * len(names))
+    now = timezone.now()
+    holders_field = Verdict._meta.get_field("holders")
+    columns = ("item_id", "target", "list_id", "nest_id", "verdict", "decided_at", "attempt", "reason", "edited_text",
+               "task_type", "holders")
+    sql = (f"INSERT INTO {q(Verdict._meta.db_table)} ({', '.join(q(c) for c in columns)})"
+           f" SELECT {', '.join(['%s'] * len(columns))} WHERE {condition} RETURNING {q('id')}")
+    params: list[Any] = [item_id, target, list_id, nest_id, Verdict.Value.AUTO,
+                         connection.ops.adapt_datetimefield_value(now), attempt, "", "", task_type,
+                         holders_field.get_db_prep_save(names, connection)]
+    for name in names:
+        params += [name, task_type, TRUSTED]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    verdict = Verdict(
+        pk=row[0], item_id=item_id, target=target, list_id=list_id, nest_id=nest_id, verdict=Verdict.Value.AUTO,
+        decided_at=now, attempt=attempt, task_type=task_type, holders=names,
+    )
+    verdict._state.adding = False
+    verdict._state.db = connection.alias
+    return verdict
+
+
+def emit_auto_verdict(verdict: Verdict) -> None:
+    """Announce an auto verdict auto_verdict_if_trusted recorded (record_auto_verdict
+    emits its own)."""
+    _emit_verdict(verdict)
 
 
 def check_item_id(item_id: Any) -> str:

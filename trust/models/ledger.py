@@ -3,8 +3,11 @@
 Append-only: every owner verdict on a holder's work adds one TrustEntry per holder and
 task type, carrying the running level and streak after it, the way a bank ledger carries
 its balance. A holder's level is a query over its entries (the newest one's `level`),
-never a mutable column. TrustHolder is only the row two concurrent verdicts lock, so
-their entries are appended one after the other and each reads the other's balance.
+never a mutable column. An entry's `seq` numbers its holder's entries for the task type
+(1, 2, …), unique with them: an append computes its entry from the newest and takes the
+next number, so of two racing appends one loses on the constraint and appends again from
+the other's balance (trust/actions/ledger.py). TrustHolder names each holder that has
+entries, for the admin.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from flock.vocab import LEVEL_NAMES, REGULAR, STRANGER, TRUSTED  # noqa: F401  (
 
 
 class TrustHolder(models.Model):
-    """The lock row of one holder ("flock" or a crow's name) for one task type."""
+    """One holder ("flock" or a crow's name) for one task type, made with its first entry."""
 
     holder = models.CharField(max_length=40)
     task_type = models.CharField(max_length=16)
@@ -50,9 +53,11 @@ class TrustEntry(models.Model):
     list_id = models.CharField(max_length=64, blank=True, default="")
     item_id = models.CharField(max_length=80, blank=True, default="")
     at = models.DateTimeField(auto_now_add=True)
+    seq = models.PositiveIntegerField(default=0, help_text="This entry's number among its holder's for the task type.")
 
     class Meta:
         indexes = [models.Index(fields=["holder", "task_type", "id"], name="trust_entry_holder")]
+        constraints = [models.UniqueConstraint(fields=["holder", "task_type", "seq"], name="trust_entry_seq_once")]
         verbose_name_plural = "trust entries"
 
     def __str__(self) -> str:

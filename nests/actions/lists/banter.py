@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from flock.actions import record_flight
 from flock.brains import BrainRequest, get_brain
-from flock.events import emit, flush
+from flock.events import emit, unwritten_events
 from flock.models import Crow, Event
 from nests.actions.lists import briefs, queue
 from nests.actions.lists.ending import lock_list, maybe_finish
@@ -36,8 +36,9 @@ def pick_listener(todo: TodoList, speaker: Crow) -> str:
     """Another crow of this list: a fellow worker before the Sentry or Elder, and one the
     speaker has feelings about (a relationship line) before one it has none about."""
     sorties = todo.sorties.exclude(crow=speaker.name).exclude(status=Sortie.Status.CANCELLED).order_by("-id")
-    workers = list(dict.fromkeys(sorties.filter(role=Sortie.Role.WORKER).values_list("crow", flat=True)))
-    others = list(dict.fromkeys(sorties.exclude(role=Sortie.Role.WORKER).values_list("crow", flat=True)))
+    flown = list(sorties.values_list("crow", "role"))  # one read for both kinds
+    workers = list(dict.fromkeys(crow for crow, role in flown if role == Sortie.Role.WORKER))
+    others = list(dict.fromkeys(crow for crow, role in flown if role != Sortie.Role.WORKER))
     relations = speaker.relationships or {}
     candidates = [*workers, *others]
     for name in candidates:
@@ -47,14 +48,16 @@ def pick_listener(todo: TodoList, speaker: Crow) -> str:
 
 
 def recent_events(todo: TodoList) -> list[dict[str, Any]]:
-    flush()  # a landing's own events, still waiting in its batch, are recent too
+    # A landing's own events, still waiting in its batch, are the most recent.
+    waiting = [(name, payload) for name, payload in unwritten_events(todo.list_id) if name != "crow.banter"]
     rows = (
         Event.objects.filter(list_key=todo.list_id)
         .exclude(name="crow.banter")
         .order_by("-id")
         .values_list("name", "payload")[:RECENT_EVENTS]
     )
-    return [{"event": name, "data": payload} for name, payload in reversed(list(rows))]
+    recent = [*reversed(list(rows)), *waiting][-RECENT_EVENTS:]
+    return [{"event": name, "data": payload} for name, payload in recent]
 
 
 def banter_request(todo: TodoList, *, speaker: Crow, listener: str) -> BrainRequest:
@@ -65,11 +68,12 @@ def banter_request(todo: TodoList, *, speaker: Crow, listener: str) -> BrainRequ
     return briefs.brief(speaker, task="banter", context=context, system=about)
 
 
-def maybe_start_banter(todo: TodoList, *, item: Item, speaker: str) -> Banter | None:
-    """Start one line if the list has room for it (list locked by the caller)."""
+def maybe_start_banter(todo: TodoList, *, item: Item, speaker: Crow | str) -> Banter | None:
+    """Start one line if the list has room for it (list locked by the caller). `speaker`
+    is the crow, or its name (then read)."""
     if todo.banter_started >= BANTER_PER_LIST or todo.status != TodoList.Status.FLYING:
         return None
-    speaking = Crow.objects.get(name=speaker)
+    speaking = speaker if isinstance(speaker, Crow) else Crow.objects.get(name=speaker)
     listener = pick_listener(todo, speaking)
     estimate = briefs.estimate(banter_request(todo, speaker=speaking, listener=listener))
     # Work first: banter never spends what a flight may need. Besides what is spent and
@@ -82,7 +86,7 @@ def maybe_start_banter(todo: TodoList, *, item: Item, speaker: str) -> Banter | 
     todo.banter_started += 1
     todo.save(update_fields=["banter_started"])
     banter = Banter.objects.create(
-        todo_list=todo, item_id=item.item_id, speaker=speaker, listener=listener, estimate=estimate
+        todo_list=todo, item_id=item.item_id, speaker=speaking.name, listener=listener, estimate=estimate
     )
     queue.speak_banter_task().using(priority=BANTER_PRIORITY).enqueue(banter.pk)
     return banter

@@ -14,9 +14,10 @@ coder's turn is still to come, and the core still shares the work evenly.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from django.conf import settings
-from django.db.models import F, JSONField, OuterRef, Subquery
+from django.db.models import F, JSONField, QuerySet, Subquery
 
 from flock.db import lock_or_create
 from flock.models import Crow
@@ -29,13 +30,58 @@ NOT_WORKERS = (Crow.Role.SENTRY, Crow.Role.ELDER)
 def workers() -> list[Crow]:
     """Active roster crows that may fly as workers: the working crows first, in hatch
     order, then Quill and Boss, whose day jobs are the owner and the flock."""
-    rows = list(
+    return _working_first(list(_roster()))
+
+
+def _roster() -> QuerySet[Crow]:
+    return (
         Crow.objects.filter(status=Crow.Status.ACTIVE, in_roster=True)
         .exclude(role__in=NOT_WORKERS)
         .order_by("id")
         .only("name", "role", "epithet", "strength", "task_types")
     )
+
+
+def _working_first(rows: Sequence[Crow]) -> list[Crow]:
     return [c for c in rows if c.role == Crow.Role.WORKER] + [c for c in rows if c.role != Crow.Role.WORKER]
+
+
+class _NestSeen(NamedTuple):
+    """What a pick reads of its nest: its kind and core, and its rotation as it stood."""
+
+    kind: str
+    core: list[str]
+    turns: int | None
+    core_taken: list[str]
+    outside_taken: list[str]
+
+
+def _roster_with_nest(nest_id: str) -> tuple[list[Crow], _NestSeen]:
+    """The roster (workers()) and the nest with its rotation, in one statement: the nest's
+    columns ride on every roster row as subqueries of one row each (a roster is a dozen
+    crows). An empty roster reads the nest alone. Nest.DoesNotExist as Nest.objects.get."""
+    nests = Nest.objects.filter(nest_id=nest_id)
+    rotations = CrowRotation.objects.filter(nest_id=nest_id)
+    rows = list(_roster().annotate(
+        nest_kind=Subquery(nests.values("kind")[:1]),
+        nest_core=Subquery(nests.values("core")[:1], output_field=JSONField()),
+        seen_turns=Subquery(rotations.values("turns")[:1]),
+        seen_core_taken=Subquery(rotations.values("core_taken")[:1], output_field=JSONField()),
+        seen_outside_taken=Subquery(rotations.values("outside_taken")[:1], output_field=JSONField()),
+    ))
+    if rows and rows[0].nest_kind is not None:
+        first: Any = rows[0]
+        seen = _NestSeen(first.nest_kind, list(first.nest_core or []), first.seen_turns,
+                         list(first.seen_core_taken or []), list(first.seen_outside_taken or []))
+        return _working_first(rows), seen
+    nest = Nest.objects.annotate(
+        seen_turns=Subquery(rotations.values("turns")[:1]),
+        seen_core_taken=Subquery(rotations.values("core_taken")[:1], output_field=JSONField()),
+        seen_outside_taken=Subquery(rotations.values("outside_taken")[:1], output_field=JSONField()),
+    ).get(nest_id=nest_id)
+    seen = _NestSeen(nest.kind, list(nest.core or []), nest.seen_turns,
+                     list(nest.seen_core_taken or []), list(nest.seen_outside_taken or []))
+    return _working_first(rows), seen
 
 
 def _turns(side: list[str], taken: list[str], count: int, best_first: list[str]) -> tuple[list[str], list[str]]:
@@ -64,13 +110,7 @@ def pick_crows(
     `fit_subtasks(parts, <the number of crows>)`. Call inside a transaction: the rotation
     row is locked."""
     count = max(0, min(count, settings.CROWS_MAX_CROWS_PER_ITEM))
-    rotation_rows = CrowRotation.objects.filter(nest_id=OuterRef("nest_id"))
-    nest = Nest.objects.annotate(
-        seen_turns=Subquery(rotation_rows.values("turns")[:1]),
-        seen_core_taken=Subquery(rotation_rows.values("core_taken")[:1], output_field=JSONField()),
-        seen_outside_taken=Subquery(rotation_rows.values("outside_taken")[:1], output_field=JSONField()),
-    ).get(nest_id=nest_id)
-    able = workers()
+    able, nest = _roster_with_nest(nest_id)
     names = [crow.name for crow in able]
     open_nest = nest.kind == Nest.Kind.OPEN
     core = [] if open_nest else [c for c in nest.core if c in names]
@@ -90,12 +130,10 @@ def pick_crows(
     # meanwhile (its `turns` unchanged), in one UPDATE, which waits for a racing pick's
     # commit and then matches nothing. That pick, or a nest's first, locks the row and
     # takes its turns from what the row holds then.
-    from_core, from_outside, core_taken, outside_taken = take_turns(
-        list(nest.seen_core_taken or []), list(nest.seen_outside_taken or [])
-    )
-    moved = CrowRotation.objects.filter(nest_id=nest_id, turns=nest.seen_turns).update(
+    from_core, from_outside, core_taken, outside_taken = take_turns(nest.core_taken, nest.outside_taken)
+    moved = CrowRotation.objects.filter(nest_id=nest_id, turns=nest.turns).update(
         core_taken=core_taken, outside_taken=outside_taken, turns=F("turns") + 1
-    ) if nest.seen_turns is not None else 0
+    ) if nest.turns is not None else 0
     if not moved:
         rotation = lock_or_create(CrowRotation, nest_id=nest_id)
         from_core, from_outside, rotation.core_taken, rotation.outside_taken = take_turns(

@@ -80,7 +80,11 @@ def after_item_ended(item: Item) -> None:
     # The callers hold the list's row already (they lock the item with it: flights'
     # lock_sortie, lock_item), and `item.todo_list` is that locked row: not read again.
     todo = item.todo_list if Item.todo_list.is_cached(item) else lock_list(item.todo_list_id)
-    if todo.items.exclude(stage__in=Item.ENDED).exists():
+    # A SQLite landing read whether another item is open with its locks (flights._land_returning).
+    others_open = getattr(item, "others_open", None)
+    if others_open is None:
+        others_open = todo.items.exclude(stage__in=Item.ENDED).exists()
+    if others_open:
         return
     if todo.items_done_at is None:
         todo.items_done_at = timezone.now()

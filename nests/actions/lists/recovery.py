@@ -22,7 +22,7 @@ from django.utils import timezone
 from flock.worker import held_elsewhere
 from nests.actions.lists import queue
 from nests.actions.lists.ending import queue_finish
-from nests.actions.lists.flights import hand_over_slots, lock_gate
+from nests.actions.lists.flights import hand_over_slots, lock_gate, recount_gate
 from nests.actions.lists.sorties import queue_sortie
 from nests.models import Banter, Item, Sortie, TodoList
 
@@ -53,8 +53,10 @@ def recover_lists() -> dict[str, int]:
             if not todo.items.exclude(stage__in=Item.ENDED).exists():
                 queue_finish(todo)
                 counts["finishes"] += 1
-        lock_gate()  # last, as everywhere (nests/actions/lists/flights.py)
-        counts["woken"] = hand_over_slots()
+        gate = lock_gate()  # last, as everywhere (nests/actions/lists/flights.py)
+        # PostgreSQL: the gate's count starts again from the rows, whatever a dead
+        # process left it at.
+        counts["woken"] = hand_over_slots(recount_gate() if gate is not None else None)
     if any(counts.values()):
         log.warning("recovered unfinished lists: %s", counts)
     return counts

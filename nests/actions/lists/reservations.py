@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Case, Exists, F, Func, IntegerField, OuterRef, QuerySet, Subquery, Value, When
+from django.db.models import Case, F, Func, IntegerField, OuterRef, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce
 
 from nests.models import Banter, Sortie, TodoList
@@ -62,11 +62,6 @@ TAKE_OFF_LOADS = {
         output_field=IntegerField(),
     ),
 }
-
-# An annotation of a Sortie row: whether any sortie waits for a slot (on SQLite a landing
-# reads it with its locks, and hands over slots only when one does).
-ANY_WAITING = Exists(Sortie.objects.filter(status=Sortie.Status.WAITING))
-
 
 def list_reserved(todo: TodoList) -> int:
     """The estimates of the list's sorties and banter lines in the air (list locked)."""

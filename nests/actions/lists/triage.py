@@ -25,9 +25,9 @@ from flock.personas import TASK_TYPES
 from nests.actions.lists.progress import fit_subtasks, start_flights
 from nests.models import Item
 from nests.payloads import ItemTriaged
-from trust.actions import open_approval, record_auto_verdict
+from trust.actions import auto_verdict_if_trusted, emit_auto_verdict, open_approval
 from trust.models import Target
-from trust.queries import FLOCK_HOLDER, all_trusted
+from trust.queries import FLOCK_HOLDER
 
 log = logging.getLogger("crows.lists")
 
@@ -162,18 +162,22 @@ def conclude_triage(item: Item, *, reply: BrainReply, jev: dict[str, Any]) -> It
 
     with action_atomic():
         if jev:
-            log_jev_tags(list(jev.values()), subject=item.item_id, text=item.text)
+            log_jev_tags(list(jev.values()), subject=item.item_id, text=item.text, with_events=True)
         triage = decide_triage(
             reply, jev, max_crows=settings.CROWS_MAX_CROWS_PER_ITEM, owner_mode=mode_named_in(item.owner_note),
         )
         item.mode, item.task_type = triage.mode, triage.task_type
         item.subtasks, item.reason = triage.subtasks, triage.reason
-        needs_approval = not all_trusted([FLOCK_HOLDER], triage.task_type)
+        list_id = item.todo_list.list_id
+        verdict = auto_verdict_if_trusted(
+            item.item_id, target=Target.TRIAGE, list_id=list_id, attempt=item.attempt,
+            task_type=triage.task_type, holders=[FLOCK_HOLDER],
+        )
+        needs_approval = verdict is None
         item.stage = Item.Stage.TRIAGE_REVIEW
         triaged = ["mode", "task_type", "subtasks", "reason"]
         if needs_approval:
             item.save(update_fields=[*triaged, "stage"])
-        list_id = item.todo_list.list_id
         emit(
             "item.triaged",
             ItemTriaged(
@@ -182,15 +186,12 @@ def conclude_triage(item: Item, *, reply: BrainReply, jev: dict[str, Any]) -> It
             ),
             list_id=list_id,
         )
-        if needs_approval:
+        if verdict is None:
             open_approval(
                 item.item_id, target=Target.TRIAGE, list_id=list_id, task_type=triage.task_type,
                 holders=[FLOCK_HOLDER], attempt=item.attempt,
             )
         else:
-            record_auto_verdict(
-                item.item_id, target=Target.TRIAGE, list_id=list_id, attempt=item.attempt,
-                task_type=triage.task_type, holders=[FLOCK_HOLDER],
-            )
+            emit_auto_verdict(verdict)
             start_flights(item, unsaved=triaged)  # one UPDATE of the item
     return item
