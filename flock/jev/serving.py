@@ -187,7 +187,7 @@ class ServedVocabulary:
         values: list[NDArray[np.float64]] = []
         offset = 0
         for block in self.blocks:
-            found = _block_values(block, text)
+            found = _block_values(block, term_counter(block.counting)(text))
             if found is not None:
                 columns.append(found[0] + offset)
                 values.append(found[1] / np.sqrt(found[1] @ found[1]))
@@ -199,9 +199,9 @@ class ServedVocabulary:
         return all_columns[order], all_values[order] / np.sqrt(all_values @ all_values)
 
 
-def _block_values(block: TermBlock, text: str) -> tuple[NDArray[np.intp], NDArray[np.float64]] | None:
-    """A block's known terms in ``text`` (columns) and their tf-idf, not yet normalised."""
-    counted = term_counter(block.counting)(text)
+def _block_values(block: TermBlock, counted: Counter[str]) -> tuple[NDArray[np.intp], NDArray[np.float64]] | None:
+    """The block's known terms among those counted in a text (their columns) and their
+    tf-idf, not yet normalised; None when it knows none."""
     found = len(counted)
     # The terms' columns, -1 for a term the model never saw: looked up in C.
     columns = np.fromiter(map(block.vocabulary.get, counted, repeat(-1)), dtype=np.intp, count=found)
@@ -296,21 +296,10 @@ class Scorer:
         pair costs over ten times as much, in validation."""
         logits = self._intercept.copy()
         for count_terms, block, weights in self._parts:
-            counted = count_terms(prepared)
-            found = len(counted)
-            columns = np.fromiter(map(block.vocabulary.get, counted, repeat(-1)), dtype=np.intp, count=found)
-            tf = np.fromiter(counted.values(), dtype=np.float64, count=found)
-            known = columns >= 0
-            if not known.all():
-                # Unseen terms are left out, not weighted zero: a zero in the sums below
-                # would change how BLAS groups their additions, and so their last bits.
-                columns, tf = columns[known], tf[known]
-            if not len(columns):
-                continue
-            if block.sublinear_tf:
-                tf = np.log(tf) + 1.0
-            values = tf * block.idf[columns]
-            logits += (values @ weights[columns]) / np.sqrt(values @ values)
+            found = _block_values(block, count_terms(prepared))
+            if found is not None:
+                columns, values = found
+                logits += (values @ weights[columns]) / np.sqrt(values @ values)
         for features, weights in self._dense:
             logits += features([prepared])[0] @ weights
         return logits
