@@ -167,9 +167,7 @@ def _land_returning(sortie_pk: int, values: dict[str, Any]) -> tuple[Sortie, Tod
     landed meanwhile."""
     q = connection.ops.quote_name
     table = q(Sortie._meta.db_table)
-    fields = {_field(Sortie, name): value for name, value in values.items()}
-    sets = ", ".join(f"{q(f.column or f.attname)} = %s" for f in fields)
-    set_params = [f.get_db_prep_save(value, connection) for f, value in fields.items()]
+    sets, set_params = _sortie_sets(values)
     sortie_json, sortie_keys = _json_object(Sortie, table)
     item_json, item_keys = _json_object(Item, "i")
     list_json, list_keys = _json_object(TodoList, "l")
@@ -205,17 +203,12 @@ def _land_returning(sortie_pk: int, values: dict[str, Any]) -> tuple[Sortie, Tod
         row = cursor.fetchone()
     if row is None:
         return None
-    db = connection.alias
-    sortie = _from_json(Sortie, json.loads(row[0]), db)
-    item = _from_json(Item, json.loads(row[1]), db)
-    todo = _from_json(TodoList, json.loads(row[2]), db)
-    sortie.crow_row = json.loads(row[3]) if row[3] else None  # type: ignore[attr-defined]  # crow_of
+    sortie, todo, item = _landed(
+        json.loads(row[0]), json.loads(row[1]), json.loads(row[2]), json.loads(row[3]) if row[3] else None, row[8]
+    )
     sortie.any_waiting, sortie.others_open, sortie.workers_up, sortie.workers_good = (  # type: ignore[attr-defined]
         bool(value) for value in row[4:8]
     )
-    item.elder_name = row[8]  # type: ignore[attr-defined]  # for after_worker_landed
-    item.todo_list = todo
-    sortie.item, sortie.todo_list = item, todo
     return sortie, todo, item
 
 
@@ -231,8 +224,7 @@ def _land_locking(sortie_pk: int, values: dict[str, Any], tokens: int) -> tuple[
     versions of rows it holds."""
     q = connection.ops.quote_name
     sortie_t, item_t, list_t, crow_t = (q(m._meta.db_table) for m in (Sortie, Item, TodoList, Crow))
-    fields = {_field(Sortie, name): value for name, value in values.items()}
-    sets = ", ".join(f"{q(f.column or f.attname)} = %s" for f in fields)
+    sets, set_params = _sortie_sets(values)
     sql = (
         f"WITH locked AS (SELECT s.{q('id')} AS sortie_id, row_to_json(i) AS item_row, row_to_json(l) AS list_row"
         f" FROM {sortie_t} s JOIN {item_t} i ON i.{q('id')} = s.{q('item_id')}"
@@ -248,20 +240,37 @@ def _land_locking(sortie_pk: int, values: dict[str, Any], tokens: int) -> tuple[
         f" (SELECT e.{q('name')} FROM {crow_t} e WHERE e.{q('role')} = %s ORDER BY e.{q('id')} LIMIT 1)"
         f" FROM landed, locked, counted"
     )
-    params = [sortie_pk, *(f.get_db_prep_save(value, connection) for f, value in fields.items()),
-              Sortie.Status.FLYING, BOOT_ID, tokens, Crow.Role.ELDER]
+    params = [sortie_pk, *set_params, Sortie.Status.FLYING, BOOT_ID, tokens, Crow.Role.ELDER]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         return None
-    db = connection.alias
-    sortie = _from_json(Sortie, row[0], db)
-    item = _from_json(Item, row[1], db)
-    todo = _from_json(TodoList, row[2], db)
+    sortie, todo, item = _landed(row[0], row[1], row[2], row[4], row[5])
     todo.tokens_used = row[3]
-    sortie.crow_row = row[4]  # type: ignore[attr-defined]  # crow_of
-    item.elder_name = row[5]  # type: ignore[attr-defined]  # for after_worker_landed
+    return sortie, todo, item
+
+
+def _sortie_sets(values: dict[str, Any]) -> tuple[str, list[Any]]:
+    """The `SET` list writing `values` (field name to value) on a sortie, and its parameters."""
+    q = connection.ops.quote_name
+    fields = {_field(Sortie, name): value for name, value in values.items()}
+    sets = ", ".join(f"{q(f.column or f.attname)} = %s" for f in fields)
+    return sets, [f.get_db_prep_save(value, connection) for f, value in fields.items()]
+
+
+def _landed(
+    sortie_row: dict[str, Any], item_row: dict[str, Any], list_row: dict[str, Any],
+    crow_row: dict[str, Any] | None, elder: str | None,
+) -> tuple[Sortie, TodoList, Item]:
+    """A landing statement's rows as models, joined as lock_sortie joins them, with the
+    crow's row (for crow_of) and the Elder's name (for after_worker_landed) on them."""
+    db = connection.alias
+    sortie = _from_json(Sortie, sortie_row, db)
+    item = _from_json(Item, item_row, db)
+    todo = _from_json(TodoList, list_row, db)
+    sortie.crow_row = crow_row  # type: ignore[attr-defined]  # crow_of
+    item.elder_name = elder  # type: ignore[attr-defined]  # for after_worker_landed
     item.todo_list = todo
     sortie.item, sortie.todo_list = item, todo
     return sortie, todo, item
