@@ -16,6 +16,7 @@ term, and the scorer's logits to the pipeline's ``decision_function``.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import pickle
 import re
@@ -317,6 +318,7 @@ with np.errstate(divide="ignore"):
     _LOG_TF = np.log(_TF) + 1.0
 
 
+@functools.cache  # the installed package does not change under a running process
 def trainer_version() -> str:
     """The installed scikit-learn's version, read from its metadata without importing it.
     Its pickles are not portable across versions, so it is part of every cache file's
