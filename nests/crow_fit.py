@@ -36,14 +36,14 @@ def profile(crow: Crow) -> str:
     return f"{crow.epithet}. {crow.strength}. Best at: {', '.join(crow.task_types or [])}."
 
 
-def jev_fit(text: str, crow: Crow) -> float:
-    """Jev's fit score of `text` for `crow`; 0 when Jev cannot score it (a room or a list
-    must still get a crow)."""
+def jev_fit(text: str, crow: Crow, *, on_failure: float = 0.0) -> float:
+    """Jev's fit score of `text` for `crow`; `on_failure` when Jev cannot score it (0 by
+    default: a room or a list must still get a crow)."""
     try:
         return float(jev_service.fit_score(text, profile(crow)))
     except Exception:
-        log.warning("fit_score failed for %s; scoring 0", crow.name, exc_info=True)
-        return 0.0
+        log.warning("fit_score failed for %s; scoring %s", crow.name, on_failure, exc_info=True)
+        return on_failure
 
 
 def typed_fit(text: str, crow: Crow, task_type: str, *, on_failure: float = 0.0) -> float:
@@ -51,12 +51,16 @@ def typed_fit(text: str, crow: Crow, task_type: str, *, on_failure: float = 0.0)
     for `task_type`; `on_failure` stands for the score when Jev cannot give one (0: the
     crow is no better than any other; the Sentry passes 1: a claim is not judged off-task
     on a score nobody computed)."""
-    try:
-        fit = float(jev_service.fit_score(text, profile(crow)))
-    except Exception:
-        log.warning("fit_score failed for %s; scoring %s", crow.name, on_failure, exc_info=True)
-        fit = on_failure
+    fit = jev_fit(text, crow, on_failure=on_failure)
     return fit + TYPED_FIT_BONUS if is_typed_for(crow, task_type) else fit
+
+
+def weighted(fit: float, trust_level: int, recent: float) -> float:
+    """A room's fit score (docs/GOVERNANCE.md): the typed fit weighted by the crow's trust
+    level for the task type and its recent results (the share of its last flights that
+    came back), fit x (1 + 0.25 level) x (0.75 + 0.5 recent). Dispatch ranks by it and
+    the orchestration score compares a pick against it."""
+    return fit * (1 + 0.25 * trust_level) * (0.75 + 0.5 * recent)
 
 
 def ready_without_loading() -> bool:

@@ -80,11 +80,8 @@ def _candidates(nest: Nest, task_type: str, *, exclude: set[str], need_level: in
 def _weighted_fits(candidates: dict[Crow, int], text: str, task_type: str) -> dict[str, float]:
     scores: dict[str, float] = {}
     for crow, level in candidates.items():
-        fit = crow_fit.jev_fit(text, crow)
-        if crow_fit.is_typed_for(crow, task_type):
-            fit += 0.02
-        recent = queries.recent_success(crow.name)
-        scores[crow.name] = round(fit * (1 + 0.25 * level) * (0.75 + 0.5 * recent), 6)
+        fit = crow_fit.typed_fit(text, crow, task_type)
+        scores[crow.name] = round(crow_fit.weighted(fit, level, queries.recent_success(crow.name)), 6)
     return scores
 
 

@@ -121,7 +121,7 @@ def _fit_of(crow: Crow, task: str, task_type: str) -> tuple[float, dict[str, Any
     fit = crow_fit.typed_fit(task, crow, task_type)
     level = queries.trust_level(crow.name, task_type)
     recent = queries.recent_success(crow.name)
-    total = fit * (1 + 0.25 * level) * (0.75 + 0.5 * recent)
+    total = crow_fit.weighted(fit, level, recent)
     return total, {"fit": round(fit, 4), "trust_level": level, "recent": round(recent, 4), "weighted": round(total, 6)}
 
 
