@@ -18,7 +18,7 @@ from flock.vocab import OWNER
 from nests import queries
 from nests.actions.chat import react
 from nests.actions.chat.effects import Effects, Say
-from nests.actions.chat.regulate import propose, proposed
+from nests.actions.chat.regulate import approved, propose, proposed
 from nests.models import Nest, NestMessage
 from trust.actions import retire_crow
 from trust.models import Decision
@@ -87,9 +87,7 @@ def propose_idle_retirements(*, now: datetime | None = None) -> list[Decision]:
 def retire_on_approval(decision: Decision) -> None:
     """The owner's phrase on an idle crow's proposal retires it, if it is still idle;
     wired as a trust `on_decision_closed` hook (nests/wiring.py)."""
-    if decision.kind != Decision.Kind.CHOICE or not decision.subject.startswith(RETIRE_SUBJECT):
-        return
-    if not decision.phrase or decision.outcome != decision.phrase:
+    if not approved(decision, RETIRE_SUBJECT):
         return
     crow = Crow.objects.filter(name=decision.crow, status=Crow.Status.ACTIVE).first()
     if crow is None or queries.open_claims_of(crow.name):

@@ -50,6 +50,17 @@ def proposed(subject: str, *, since: datetime | None = None) -> bool:
     return rows.exists()
 
 
+def approved(decision: Decision, subject_prefix: str) -> bool:
+    """Whether a closed decision is the owner's yes to a proposal of this kind: a choice on
+    a subject with this prefix, answered with its exact phrase."""
+    return (
+        decision.kind == Decision.Kind.CHOICE
+        and decision.subject.startswith(subject_prefix)
+        and bool(decision.phrase)
+        and decision.outcome == decision.phrase
+    )
+
+
 def budget_watch(posted: Posted) -> Effects:
     """Boss says, once a day per room, that the room's tokens run low, and proposes a
     top-up as an owner decision (said and opened together)."""
@@ -92,9 +103,7 @@ def budget_watch(posted: Posted) -> Effects:
 def top_up_on_approval(decision: Decision) -> None:
     """The owner's phrase on Boss's top-up proposal tops the room up; wired as a trust
     `on_decision_closed` hook (nests/wiring.py)."""
-    if decision.kind != Decision.Kind.CHOICE or not decision.subject.startswith(TOP_UP_SUBJECT):
-        return
-    if not decision.phrase or decision.outcome != decision.phrase:
+    if not approved(decision, TOP_UP_SUBJECT):
         return
     room = Nest.objects.filter(nest_id=decision.nest_id).first()
     if room is not None:
