@@ -119,9 +119,17 @@ def insert_unless_present(row: models.Model) -> bool:
     if not returned:
         return False
     row.pk = returned[0][0]
-    row._state.adding = False
-    row._state.db = router_alias(row)
+    mark_saved(row, router_alias(row))
     return True
+
+
+def mark_saved[M: models.Model](row: M, alias: str | None = None) -> M:
+    """`row`, built from what a hand-written INSERT … RETURNING gave back, marked as the
+    saved row it is (on `alias`, the current connection's by default), so a later save()
+    updates it instead of inserting it again."""
+    row._state.adding = False
+    row._state.db = alias or connection.alias
+    return row
 
 
 def router_alias(row: models.Model) -> str:

@@ -20,7 +20,7 @@ from typing import Any, is_typeddict
 from django.db import connection, models, transaction
 from django.db.models import Max
 
-from flock.db import queued_on_commit
+from flock.db import mark_saved, queued_on_commit
 from flock.models import Event
 
 
@@ -165,8 +165,7 @@ def _insert_holding_id_floor(events: list[Event], other_rows: list[models.Model]
         riding.row, riding.written = fetched[0][1 + n], True
     for event, pk in zip(events, ids, strict=True):
         event.pk = pk
-        event._state.adding = False
-        event._state.db = connection.alias
+        mark_saved(event)
     transaction.on_commit(_floor_held)
 
 

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from flock.db import action_atomic, insert_unless_present
+from flock.db import action_atomic, insert_unless_present, mark_saved
 from flock.errors import BadInput
 from flock.events import emit
 from flock.personas import TASK_TYPES
@@ -78,8 +78,7 @@ def _append_outcome(holder: str, task_type: str, *, approved: bool, source: str,
         pk=pk, holder=holder, task_type=task_type, outcome=outcome, source=source, level_before=before,
         level=after, streak=streak_after, list_id=list_id, item_id=item_id, at=now, seq=seq,
     )
-    entry._state.adding = False
-    entry._state.db = connection.alias
+    mark_saved(entry)
     _first_entry(entry)
     return entry
 

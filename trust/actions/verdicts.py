@@ -23,7 +23,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from flock.db import action_atomic, insert_unless_present
+from flock.db import action_atomic, insert_unless_present, mark_saved
 from flock.errors import BadInput, Conflict, NotFound
 from flock.events import batched, emit, rfc3339
 from flock.schemas import ID_MAX
@@ -178,9 +178,7 @@ def auto_verdict_if_trusted(
         pk=row[0], item_id=item_id, target=target, list_id=list_id, nest_id=nest_id, verdict=Verdict.Value.AUTO,
         decided_at=now, attempt=attempt, task_type=task_type, holders=names,
     )
-    verdict._state.adding = False
-    verdict._state.db = connection.alias
-    return verdict
+    return mark_saved(verdict)
 
 
 def emit_auto_verdict(verdict: Verdict) -> None:
@@ -316,8 +314,7 @@ def _decide_in_time(item_id: str, target: str, value: str, *, by: str, reason: s
         approval_id=approval_id, decided_at=now, attempt=attempt, reason=reason, edited_text=edited_text,
         task_type=task_type, holders=json.loads(holders) if isinstance(holders, str) else list(holders),
     )
-    verdict._state.adding = False
-    verdict._state.db = connection.alias
+    mark_saved(verdict)
     _emit_verdict(verdict, by=by)
     return verdict
 
