@@ -62,26 +62,27 @@ def _roster_with_nest(nest_id: str) -> tuple[list[Crow], _NestSeen]:
     crows). An empty roster reads the nest alone. Nest.DoesNotExist as Nest.objects.get."""
     nests = Nest.objects.filter(nest_id=nest_id)
     rotations = CrowRotation.objects.filter(nest_id=nest_id)
+    rotation = {
+        "seen_turns": Subquery(rotations.values("turns")[:1]),
+        "seen_core_taken": Subquery(rotations.values("core_taken")[:1], output_field=JSONField()),
+        "seen_outside_taken": Subquery(rotations.values("outside_taken")[:1], output_field=JSONField()),
+    }
     rows = list(_roster().annotate(
         nest_kind=Subquery(nests.values("kind")[:1]),
         nest_core=Subquery(nests.values("core")[:1], output_field=JSONField()),
-        seen_turns=Subquery(rotations.values("turns")[:1]),
-        seen_core_taken=Subquery(rotations.values("core_taken")[:1], output_field=JSONField()),
-        seen_outside_taken=Subquery(rotations.values("outside_taken")[:1], output_field=JSONField()),
+        **rotation,
     ))
     if rows and rows[0].nest_kind is not None:
         first: Any = rows[0]
-        seen = _NestSeen(first.nest_kind, list(first.nest_core or []), first.seen_turns,
-                         list(first.seen_core_taken or []), list(first.seen_outside_taken or []))
-        return _working_first(rows), seen
-    nest = Nest.objects.annotate(
-        seen_turns=Subquery(rotations.values("turns")[:1]),
-        seen_core_taken=Subquery(rotations.values("core_taken")[:1], output_field=JSONField()),
-        seen_outside_taken=Subquery(rotations.values("outside_taken")[:1], output_field=JSONField()),
-    ).get(nest_id=nest_id)
-    seen = _NestSeen(nest.kind, list(nest.core or []), nest.seen_turns,
-                     list(nest.seen_core_taken or []), list(nest.seen_outside_taken or []))
-    return _working_first(rows), seen
+        return _working_first(rows), _seen(first.nest_kind, first.nest_core, first)
+    nest: Any = Nest.objects.annotate(**rotation).get(nest_id=nest_id)
+    return _working_first(rows), _seen(nest.kind, nest.core, nest)
+
+
+def _seen(kind: str, core: list[str] | None, row: Any) -> _NestSeen:
+    """The nest as a pick saw it, from a row carrying the rotation's `seen_*` columns."""
+    return _NestSeen(kind, list(core or []), row.seen_turns, list(row.seen_core_taken or []),
+                     list(row.seen_outside_taken or []))
 
 
 def _turns(side: list[str], taken: list[str], count: int, best_first: list[str]) -> tuple[list[str], list[str]]:
