@@ -23,23 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx
-
 HERE = Path(__file__).resolve().parent.parent
-TICKS = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, str(HERE))
 
+import httpx  # noqa: E402
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from bench._stream_servers import free_port, process_cpu_s, settle_process  # noqa: E402
 
 
 def one_server(root: Path, posts: int) -> tuple[float, float]:
@@ -69,8 +58,8 @@ def one_server(root: Path, posts: int) -> tuple[float, float]:
             except httpx.HTTPError:
                 time.sleep(0.05)
         # Jev warms on a background thread: wait until the start has settled.
-        settle(proc.pid)
-        started = cpu_seconds(proc.pid)
+        settle_process(proc.pid, "daphne")
+        started = process_cpu_s(proc.pid)
         crow = httpx.get(url + "/api/crows", timeout=30).json()
         crows = crow["crows"] if isinstance(crow, dict) else crow
         name = crows[0]["name"]
@@ -81,22 +70,11 @@ def one_server(root: Path, posts: int) -> tuple[float, float]:
                 timeout=60,
             )
             r.raise_for_status()
-        settle(proc.pid)
-        return started, cpu_seconds(proc.pid) - started
+        settle_process(proc.pid, "daphne")
+        return started, process_cpu_s(proc.pid) - started
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-
-
-def settle(pid: int, quiet: float = 1.0) -> None:
-    """Wait until the process has used no CPU for `quiet` seconds."""
-    last = cpu_seconds(pid)
-    while True:
-        time.sleep(quiet)
-        now = cpu_seconds(pid)
-        if now - last < 0.02:
-            return
-        last = now
 
 
 def main() -> None:
