@@ -2,12 +2,13 @@
 and from their brains alike). It is two steps, after Zulip's check_* / do_* split:
 
 - `check_message` (outside any transaction), given the poster's `Draft`: validate the
-  body (so an invalid post never counts against the poster's rate), admit it against the
-  poster's rate (strikes keyed owner vs crow:<name>), and tag its kind with Jev
-  (docs/CHATROOM.md "Tagging"; Jev may load a model, which must not happen under a lock).
-  It returns a `CheckedMessage`.
-- `store_message` (one transaction, under the room's row lock): decide a claim (first
-  claim wins), let the Sentry read a crow's claim or deliver, then `say` it (number,
+  body (so an invalid post never counts against the poster's rate), admit a crow's post
+  against its rate (strikes keyed crow:<name>, committed on their own), and tag its kind
+  with Jev (docs/CHATROOM.md "Tagging"; Jev may load a model, which must not happen under
+  a lock). It returns a `CheckedMessage`.
+- `store_message` (one transaction, under the room's row lock): count the owner's post
+  against the owner's rate (no strike, so it shares the post's commit), decide a claim
+  (first claim wins), let the Sentry read a crow's claim or deliver, then `say` it (number,
   store, emit `nest.message`: nests.actions.chat.room), log the tags, and hand it to the
   chat core's loop (nests.actions.chat.react), whose reactors decide what it causes.
 
@@ -43,7 +44,7 @@ from nests.actions.chat.react import react
 from nests.actions.chat.room import TEXT_MAX, say
 from nests.actions.rooms import ensure_direct_chat
 from nests.models import ChatRequest, Nest, NestMessage
-from trust.actions.strikes import admit_post, poster_key
+from trust.actions.strikes import admit_owner_post, admit_post, poster_key
 
 if TYPE_CHECKING:
     from nests.models import Invocation
@@ -294,7 +295,10 @@ def check_message(draft: Draft) -> CheckedMessage:
         # The breaching reply is evidence: it skips Jev and the rate, and is a plain say.
         tag = Tag(MessageKind.SAY, "header", None)
     else:
-        admit_post(poster_key(owner=True) if author == OWNER else poster_key(crow=author), kind="nest")
+        # The owner's post is counted in the transaction that stores it (store_message):
+        # the owner earns no strike, so its refusal and the post may share a rollback.
+        if author != OWNER:
+            admit_post(poster_key(crow=author), kind="nest")
         if draft.fixed_kind:
             # The harness worded it for a crow (Boss's and Quill's fixed answers): the header
             # says what it is, and Jev's reading of the words ("Can't do that: …") does not.
@@ -326,6 +330,8 @@ def store_message(post: CheckedMessage) -> NestMessage:
     with transaction.atomic():
         lock_event_log()
         room = Nest.objects.select_for_update().get(pk=post.nest.pk)
+        if post.author == OWNER and post.finding is None:
+            admit_owner_post("nest")
         kind = post.tag.kind
         target = chat_claims.request_for(room, post.refers_to) if kind in REPLY_KINDS else None
         claiming = kind == MessageKind.CLAIM and target is not None and post.crow is not None

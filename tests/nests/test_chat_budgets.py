@@ -101,14 +101,16 @@ def test_the_first_owner_message_of_a_day_rolls_the_tokens_over(launch):
     assert (budget.day, budget.tokens_used, budget.turn, budget.exchanges_left) == (today, 0, 2, 5)
 
 
-def test_an_owner_message_grants_its_turn_in_one_update_and_looks_for_no_cue(launch):
-    # Every owner post grants a turn, so that is one UPDATE of today's row (not a read and
-    # a save of the whole row), and only a crow (a debate's moderator) can cue a speaker.
-    post_message("launch", author="owner", text="morning")
-    with CaptureQueriesContext(connection) as queries:
-        post_message("launch", author="owner", text="the plans look good")
-    sql = [q["sql"] for q in queries.captured_queries]
-    assert [s.split()[0] for s in sql if "nests_nestbudget" in s] == ["UPDATE"]
+def test_an_owner_message_grants_its_turn_in_one_statement_and_looks_for_no_cue(launch):
+    # Every owner post grants a turn, so that is one upsert of the room's row, the first
+    # of the room and of the day too (not a read and a save of the whole row), and only a
+    # crow (a debate's moderator) can cue a speaker.
+    for text in ("morning", "the plans look good"):
+        with CaptureQueriesContext(connection) as queries:
+            post_message("launch", author="owner", text=text)
+        sql = [q["sql"] for q in queries.captured_queries]
+        assert [s.split()[0] for s in sql if "nests_nestbudget" in s] == ["INSERT"]
+        assert "ON CONFLICT" in next(s for s in sql if "nests_nestbudget" in s)
     assert not [s for s in sql if "nests_debate" in s]
     assert read_budget(launch).turn == 2
 

@@ -19,7 +19,7 @@ from datetime import timedelta
 from typing import Literal
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from flock.db import lock_or_create
@@ -86,6 +86,49 @@ def _admit_owner(kind: Kind) -> None:
         wait = max(1, int(((oldest or now) + timedelta(minutes=1) - now).total_seconds() + 0.999))
     raise RateLimited(
         f"You sent {limit} {what} in the last minute, the most one minute takes. The next one fits in {wait} s.",
+        cooldown_s=wait,
+    )
+
+
+def admit_owner_post(kind: Kind) -> None:
+    """The owner's post counted in the caller's transaction, which stores the post, or
+    refused with the plain 429 of `_admit_owner` (the caller's transaction then rolls
+    back, and nothing of the post is stored).
+
+    The owner earns no strike, so a refusal writes nothing and may share the post's
+    rollback: the count is one `INSERT … SELECT … WHERE <fewer than the limit in the
+    minute>` in the post's own transaction, instead of a transaction of its own before
+    it. On SQLite the transaction's write lock, held from BEGIN, serialises admissions;
+    on PostgreSQL the owner's poster row is locked first (created on the first post), as
+    `_admit_owner` does, so two posts at once in two rooms cannot both take the minute's
+    last place."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("admit_owner_post() must run inside the post's transaction")
+    now = timezone.now()
+    since = now - timedelta(minutes=1)
+    at = Post._meta.get_field("at")
+    quote = connection.ops.quote_name
+    post, poster = quote(Post._meta.db_table), quote(Poster._meta.db_table)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # ON CONFLICT DO UPDATE locks the row it finds: the poster's lock in one statement.
+            cursor.execute(
+                f'INSERT INTO {poster} ("key") VALUES (%s) ON CONFLICT ("key") DO UPDATE SET "key" = EXCLUDED."key"',
+                [OWNER_KEY],
+            )
+        cursor.execute(
+            f'INSERT INTO {post} ("key", "kind", "at") SELECT %s, %s, %s'
+            f' WHERE (SELECT COUNT(*) FROM {post} WHERE "key" = %s AND "kind" = %s AND "at" > %s) < %s RETURNING "id"',
+            [OWNER_KEY, kind, at.get_db_prep_value(now, connection), OWNER_KEY, kind,
+             at.get_db_prep_value(since, connection), owner_limit(kind)],
+        )
+        if cursor.fetchone() is not None:
+            return
+    what = "lists" if kind == "list" else "messages"
+    oldest = Post.objects.filter(key=OWNER_KEY, kind=kind, at__gt=since).order_by("at").values_list("at", flat=True).first()
+    wait = max(1, int(((oldest or now) + timedelta(minutes=1) - now).total_seconds() + 0.999))
+    raise RateLimited(
+        f"You sent {owner_limit(kind)} {what} in the last minute, the most one minute takes. The next one fits in {wait} s.",
         cooldown_s=wait,
     )
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F, QuerySet
+from django.db import connection, transaction
+from django.db.models import QuerySet
 
 from flock.db import lock_or_create
 from flock.errors import BadInput
@@ -64,31 +64,51 @@ def budget_note(budget: NestBudget) -> str:
     )
 
 
-def grant_turn(nest: Nest, *, room_locked: bool = False) -> None:
-    """The owner spoke: a fresh turn of exchanges (the old turn's leftovers lapse).
+# The owner's turn in one statement: the room's budget row created on its first turn,
+# rolled to today on the day's first, and granted a fresh turn, handed back as written.
+_GRANT_TURN = """
+INSERT INTO {t} (nest_id, turn, exchanges_granted, exchanges_left, day, tokens_used, tokens_extra,
+                 low_announced_turn, spent_announced_turn, tokens_low_announced, tokens_spent_announced)
+VALUES (%s, 1, %s, %s, %s, 0, 0, 0, 0, NULL, NULL)
+ON CONFLICT (nest_id) DO UPDATE SET
+    turn = {t}.turn + 1,
+    exchanges_granted = EXCLUDED.exchanges_granted,
+    exchanges_left = EXCLUDED.exchanges_left,
+    tokens_used = CASE WHEN {t}.day = EXCLUDED.day THEN {t}.tokens_used ELSE 0 END,
+    tokens_extra = CASE WHEN {t}.day = EXCLUDED.day THEN {t}.tokens_extra ELSE 0 END,
+    day = EXCLUDED.day
+RETURNING *
+"""
 
-    Every owner post lands here, so when the room's row is already locked and today's
-    budget row exists, the grant is one UPDATE instead of a read and a save of the whole
-    row (docs/PERFORMANCE.md); a first post of the day or of the room goes the long way,
-    which creates the row or rolls it to today."""
+
+def grant_turn(nest: Nest, *, room_locked: bool = False) -> NestBudget:
+    """The owner spoke: a fresh turn of exchanges (the old turn's leftovers lapse).
+    Returns the room's budget row as granted, locked until the commit.
+
+    Every owner post lands here, so the grant is one `INSERT … ON CONFLICT DO UPDATE …
+    RETURNING` that creates the row on the room's first turn and rolls it to today on the
+    day's first (what `locked_budget` and `roll_day` do the long way), instead of a read
+    and a save of the whole row (docs/PERFORMANCE.md). The room's row is locked first, as
+    `locked_budget` says; a caller that holds it says so with `room_locked`."""
+    if not room_locked:
+        Nest.objects.select_for_update().filter(pk=nest.pk).first()
     per_turn = settings.CROWS_EXCHANGES_PER_TURN
-    if room_locked and NestBudget.objects.filter(nest=nest, day=budget_day()).update(
-        turn=F("turn") + 1, exchanges_granted=per_turn, exchanges_left=per_turn
-    ):
-        return
-    budget = locked_budget(nest, room_locked=room_locked)
-    budget.turn += 1
-    budget.exchanges_granted = budget.exchanges_left = per_turn
-    budget.save()
+    day = NestBudget._meta.get_field("day").get_db_prep_value(budget_day(), connection)
+    sql = _GRANT_TURN.format(t=connection.ops.quote_name(NestBudget._meta.db_table))
+    return list(NestBudget.objects.raw(sql, [nest.pk, per_turn, per_turn, day]))[0]
 
 
 def can_spend(budget: NestBudget) -> bool:
     return budget.exchanges_left > 0 and tokens_left(budget) > 0
 
 
-def take_exchange(nest: Nest, *, room_locked: bool = False) -> tuple[NestBudget, bool]:
-    """Spend one exchange for one crow invocation, if both budgets allow it."""
-    budget = locked_budget(nest, room_locked=room_locked)
+def take_exchange(
+    nest: Nest, *, room_locked: bool = False, budget: NestBudget | None = None
+) -> tuple[NestBudget, bool]:
+    """Spend one exchange for one crow invocation, if both budgets allow it. `budget`: the
+    room's row as the caller locked it in this transaction (not read again)."""
+    if budget is None:
+        budget = locked_budget(nest, room_locked=room_locked)
     if not can_spend(budget):
         budget.save()
         return budget, False

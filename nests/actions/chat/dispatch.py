@@ -296,7 +296,7 @@ def react(posted: Posted) -> Effects:
     )
     waiting: list[Invocation] = []
     if owner_turn:
-        budgets.grant_turn(room, room_locked=True)
+        posted.budget = budgets.grant_turn(room, room_locked=True)
         # Crows a spent turn did not invoke answer now, before anyone this message calls.
         waiting = list(budgets.waiting_for_a_turn(room))
     decision = decide(message, claim=posted.claim, request=posted.request)

@@ -18,7 +18,7 @@ from flock.vocab import MessageKind
 
 if TYPE_CHECKING:
     from flock.models import Crow
-    from nests.models import ChatRequest, Claim, Debate, Invocation, Nest, NestMessage
+    from nests.models import ChatRequest, Claim, Debate, Invocation, Nest, NestBudget, NestMessage
 
 
 @dataclass
@@ -108,3 +108,6 @@ class Posted:
     request: ChatRequest | None = None
     claim: Claim | None = None
     invoked: Invocation | None = None
+    # The room's budget row as this post locked and wrote it (the owner's turn granted),
+    # so spending an exchange on it does not read it again.
+    budget: NestBudget | None = None

@@ -44,7 +44,7 @@ from nests.actions.chat import (
 from nests.actions.chat.effects import Effects, Invoke, Posted, Say
 from nests.actions.chat.queue import enqueue_invocation
 from nests.actions.chat.room import say
-from nests.models import Invocation, Nest, NestMessage
+from nests.models import Invocation, Nest, NestBudget, NestMessage
 
 log = logging.getLogger("crows.chat")
 
@@ -117,11 +117,22 @@ def speak(said: Say, *, room: Nest, invocation: Invocation | None = None, depth:
 
 def _apply(posted: Posted, effects: Effects) -> None:
     if effects.resume:
-        budgets.resume_waiting(posted.room, budgets.locked_budget(posted.room, room_locked=True), effects.resume)
+        budgets.resume_waiting(posted.room, _budget(posted), effects.resume)
     for invoke in effects.invoke:
         posted.invoked = _invoke(posted, invoke)
     for said in effects.say:
+        # What a said message causes may spend from the budget through a row of its own,
+        # so this post's copy is read again after it.
+        posted.budget = None
         speak(said, room=posted.room, depth=posted.depth)
+
+
+def _budget(posted: Posted) -> NestBudget:
+    """The room's budget row, locked: as the post wrote it when it did (the owner's turn),
+    else read and locked once for the post (the post holds the room's row lock)."""
+    if posted.budget is None:
+        posted.budget = budgets.locked_budget(posted.room, room_locked=True)
+    return posted.budget
 
 
 def _max_chain() -> int:
@@ -139,7 +150,7 @@ def _invoke(posted: Posted, invoke: Invoke) -> Invocation:
     message = posted.message
     parent = posted.invocation
     depth = (parent.depth + 1) if parent is not None else 1
-    budget = budgets.locked_budget(nest, room_locked=True)
+    budget = _budget(posted)
     granted = False
     if not budgets.can_spend(budget):
         off = budget.exchanges_granted == 0 and budgets.tokens_left(budget) > 0
@@ -147,7 +158,7 @@ def _invoke(posted: Posted, invoke: Invoke) -> Invocation:
     elif depth > max(_max_chain(), budget.exchanges_granted):
         refusal = f"a chain of {depth - 1} crow invocations reached the loop guard"
     else:
-        budget, granted = budgets.take_exchange(nest, room_locked=True)
+        budget, granted = budgets.take_exchange(nest, budget=budget)
         refusal = "" if granted else budgets.BUDGET_SPENT
     invocation = Invocation.objects.create(
         nest=nest, crow=invoke.crow, trigger=message, reason=invoke.reason, expect=invoke.expect, fit=invoke.fit,
@@ -165,6 +176,7 @@ def _invoke(posted: Posted, invoke: Invoke) -> Invocation:
             # crow answers when the room next has a turn (budgets.waiting_for_a_turn).
             notice = budgets.stalled_notice(budget, crow=invoke.crow, message=message)
             speak(Say(author=HARNESS, text=notice, to=OWNER, refers_to=message.msg_id), room=nest, depth=posted.depth)
+            posted.budget = None  # read again after what the notice causes, as above
         elif refusal == budgets.BUDGET_SPENT:
             budgets.announce_spent(nest, budget)
         return invocation
