@@ -115,11 +115,18 @@ def log_jev_tag(answer: Any, *, subject: str = "", text: str = "", outcome: dict
     return tag
 
 
-def log_jev_tags(answers: list[Any], *, subject: str = "", text: str = "", with_events: bool = False) -> list[JevTag]:
+def log_jev_tags(
+    answers: list[Any], *, subject: str = "", text: str = "", with_events: bool = False,
+    outcomes: list[dict] | None = None,
+) -> list[JevTag]:
     """Append several Jev answers about one text to the tag log, in one INSERT. With
     `with_events`, in a `batched()` block they are written with the block's events
-    (flock.events.insert_with_events), and have no ids until then."""
-    tags = [_jev_tag(answer, subject=subject, text=text) for answer in answers]
+    (flock.events.insert_with_events), and have no ids until then. `outcomes`: each
+    answer's outcome, in their order."""
+    tags = [
+        _jev_tag(answer, subject=subject, text=text, outcome=outcomes[i] if outcomes else None)
+        for i, answer in enumerate(answers)
+    ]
     if not with_events:
         return JevTag.objects.bulk_create(tags)
     for tag in tags:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 
 from flock import jev as jev_service
-from flock.actions import log_jev_tag
+from flock.actions import log_jev_tags
 from flock.brains.header import header_body, missing_reason, parse_ask_owner, parse_header
 from flock.errors import BadInput, Conflict, NotFound
 from flock.events import lock_event_log
@@ -41,7 +41,7 @@ from nests.actions.chat import claims as chat_claims
 from nests.actions.chat import expectations, met, rights, sentry
 from nests.actions.chat.effects import Posted
 from nests.actions.chat.react import react
-from nests.actions.chat.room import TEXT_MAX, say
+from nests.actions.chat.room import TEXT_MAX, lock_room_numbering, say
 from nests.actions.rooms import ensure_direct_chat
 from nests.models import ChatRequest, Nest, NestMessage
 from trust.actions.strikes import admit_owner_post, admit_post, poster_key
@@ -329,7 +329,7 @@ def store_message(post: CheckedMessage) -> NestMessage:
     causes (a claim, a flag, a decision answered, a crow invoked) commits with it."""
     with transaction.atomic():
         lock_event_log()
-        room = Nest.objects.select_for_update().get(pk=post.nest.pk)
+        room, number = lock_room_numbering(post.nest.pk)
         if post.author == OWNER and post.finding is None:
             admit_owner_post("nest")
         kind = post.tag.kind
@@ -372,23 +372,24 @@ def store_message(post: CheckedMessage) -> NestMessage:
 
         message = say(
             room, author=post.author, text=post.body, kind=kind, to=addressee, refers_to=post.refers_to,
-            tagged_by=post.tag.tagged_by, room_locked=True,
+            tagged_by=post.tag.tagged_by, room_locked=True, number=number,
         )
         if routed is not None:
             # Under the same lock as every claim: from now on a claim on the original is
             # told where it went.
             chat_claims.mark_relayed(routed, to_msg_id=message.msg_id)
+        # Every Jev answer is logged with its probabilities (docs/JEV.md), the kind's and
+        # the expectation's (which the ledger reads below, in expectations.on_message), in
+        # one INSERT.
+        answers, outcomes = [], []
         if post.tag.answer is not None:
-            log_jev_tag(
-                post.tag.answer,
-                subject=message.msg_id,
-                text=post.jev_text,
-                outcome={"kind": kind, "tagged_by": post.tag.tagged_by, "header": post.header},
-            )
+            answers.append(post.tag.answer)
+            outcomes.append({"kind": kind, "tagged_by": post.tag.tagged_by, "header": post.header})
         if post.expectation_answer is not None:
-            # Every Jev answer is logged with its probabilities, this one too (docs/JEV.md):
-            # the ledger reads it below, in expectations.on_message.
-            log_jev_tag(post.expectation_answer, subject=message.msg_id, text=post.jev_text, outcome={"kind": kind})
+            answers.append(post.expectation_answer)
+            outcomes.append({"kind": kind})
+        if answers:
+            log_jev_tags(answers, subject=message.msg_id, text=post.jev_text, outcomes=outcomes)
         if post.invocation is not None:
             # The reply and its invocation commit together, so a re-run after a crash sees
             # the reply already posted and does not post a second one.

@@ -117,13 +117,43 @@ def take_exchange(
     return budget, True
 
 
+# A brain call's tokens added to the room's count in one statement, the row rolled to
+# today on the way (as `roll_day` does) and handed back as written. On PostgreSQL the
+# room's row is locked first, in the same statement (`locked_budget` says why): the
+# subquery that names the row to update runs before the update takes its row.
+_CHARGE_TOKENS = """
+{room}UPDATE {t} SET
+    tokens_used = CASE WHEN day = %s THEN tokens_used ELSE 0 END + %s,
+    tokens_extra = CASE WHEN day = %s THEN tokens_extra ELSE 0 END,
+    day = %s
+WHERE nest_id = {nest}
+RETURNING *
+"""
+
+
 def charge_tokens(nest: Nest, tokens: int) -> NestBudget:
     """Add a brain call's tokens to today's count (after the call: its size is known then)."""
+    day = NestBudget._meta.get_field("day").get_db_prep_value(budget_day(), connection)
+    if connection.vendor == "postgresql":
+        table = connection.ops.quote_name(Nest._meta.db_table)
+        room, pk = f"WITH room AS (SELECT id FROM {table} WHERE id = %s FOR UPDATE) ", "(SELECT id FROM room)"
+    else:
+        room, pk = "", "%s"  # SQLite: the transaction's write lock, held from BEGIN
+    sql = _CHARGE_TOKENS.format(room=room, t=connection.ops.quote_name(NestBudget._meta.db_table), nest=pk)
+    params: list[object] = [nest.pk] if room else []
+    params += [day, max(0, int(tokens)), day, day]
+    if not room:
+        params.append(nest.pk)
     with transaction.atomic():
         lock_event_log()
-        budget = locked_budget(nest)
-        budget.tokens_used += max(0, int(tokens))
-        budget.save()
+        rows = list(NestBudget.objects.raw(sql, params))
+        if rows:
+            budget = rows[0]
+        else:
+            # A room whose budget row does not exist yet (no turn granted): the long way.
+            budget = locked_budget(nest)
+            budget.tokens_used += max(0, int(tokens))
+            budget.save()
         announce_wind_down(nest, budget)
     return budget
 

@@ -130,15 +130,15 @@ def _system(inv: Invocation, crow: Crow, request: ChatRequest | None, note: str)
     return "\n".join(lines)
 
 
-def _brain_reply(inv: Invocation, crow: Crow) -> tuple[str, int, str, int]:
-    """(text, tokens, error, tokens_out) from the crow's brain; text "" when it failed."""
-    ref, request = answered(inv)
-    with transaction.atomic():
-        lock_event_log()
-        budget = budgets.locked_budget(inv.nest)
-        left = budgets.tokens_left(budget)
-        note = budgets.budget_note(budget)
-        budget.save()
+def _brain_reply(inv: Invocation, crow: Crow, answer: tuple[NestMessage, ChatRequest | None]) -> tuple[str, int, str, int]:
+    """(text, tokens, error, tokens_out) from the crow's brain; text "" when it failed.
+    `answer`: what the invocation answers (`answered`)."""
+    ref, request = answer
+    # Read, not locked: what is left decides whether to call and how long the reply may
+    # be; the charge after the call is the locked write (budgets.charge_tokens).
+    budget = budgets.read_budget(inv.nest)
+    left = budgets.tokens_left(budget)
+    note = budgets.budget_note(budget)
     if left <= 0:
         return "", 0, budgets.TOKENS_SPENT, 0
     requester = request.requester if request is not None else ref.author
@@ -211,10 +211,10 @@ def _brain_reply(inv: Invocation, crow: Crow) -> tuple[str, int, str, int]:
     return reply.text.strip(), tokens, "", int(reply.tokens_out)
 
 
-def _shape(inv: Invocation, raw: str) -> Reply:
+def _shape(inv: Invocation, raw: str, ref: NestMessage) -> Reply:
     """A brain's text as a post: its header re-pointed at a message of this room (a brain
-    may invent ids), the body cut to the text cap, and a bare header given words."""
-    ref, _ = answered(inv)
+    may invent ids), the body cut to the text cap, and a bare header given words. `ref`:
+    the message the invocation answers."""
     header = parse_header(raw)
     if header is None:
         return Reply(text=_cut(raw), refers_to=ref.msg_id)
@@ -271,25 +271,26 @@ def invoke_crow(invocation_id: int) -> Invocation | None:
             if special.closes:
                 mark_answered(inv.trigger)
             return _finish(inv, Invocation.Status.DONE, reply=message)
-        text, tokens, error, tokens_out = _brain_reply(inv, crow)
+        # What the invocation answers, read once for the prompt, a failure's note and the reply.
+        answer = answered(inv)
+        ref = answer[0]
+        text, tokens, error, tokens_out = _brain_reply(inv, crow, answer)
         if not text:
             if error == budgets.TOKENS_SPENT:
                 with transaction.atomic():
                     lock_event_log()
                     budgets.announce_spent(inv.nest, budgets.locked_budget(inv.nest), tokens=True)
                 return _finish(inv, Invocation.Status.SKIPPED, tokens=tokens, error=error)
-            ref, _ = answered(inv)
             say_for(inv, f"{crow.name} could not answer {ref.msg_id}: {error}")
             return _finish(inv, Invocation.Status.FAILED, tokens=tokens, error=error)
         finding = sentry.check_reply(inv, crow, text, tokens_out=tokens_out)
         if finding is not None:
             # The Sentry read a breach in the reply: it is posted word for word, as the
             # evidence its flag refers to, and the crow is quarantined with it.
-            ref, _ = answered(inv)
             evidence = Reply(text=_cut(text), kind=MessageKind.SAY, refers_to=ref.msg_id)
             message = post_reply(inv, crow, evidence, finding)
             return _finish(inv, Invocation.Status.DONE, reply=message, tokens=tokens)
-        message = post_reply(inv, crow, _turn(inv, _shape(inv, text)))
+        message = post_reply(inv, crow, _turn(inv, _shape(inv, text, ref)))
         return _finish(inv, Invocation.Status.DONE, reply=message, tokens=tokens)
     except CrowsError as exc:
         # A refusal of the reply itself (rate limit, membership lost meanwhile): logged on

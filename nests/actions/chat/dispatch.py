@@ -152,9 +152,12 @@ def _next_lens(request: ChatRequest, message: NestMessage) -> Decision | None:
     return Decision(choice, "lens", "claim", scores[choice], scores)
 
 
-def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | None) -> Decision | None:
+def decide(
+    message: NestMessage, *, claim: Claim | None, request: ChatRequest | None, poster: Crow | None = None
+) -> Decision | None:
     """The one crow `message` invokes, or None. `claim` is the claim this message made
-    (if it stood); `request` is the request this message is (if it is one) or answers."""
+    (if it stood); `request` is the request this message is (if it is one) or answers;
+    `poster` the posting crow's row as the post read it (not read again)."""
     nest = message.nest
     author = message.author
     kind = message.kind
@@ -254,7 +257,7 @@ def decide(message: NestMessage, *, claim: Claim | None, request: ChatRequest | 
 
     # A crow speaking. Only a request can call another crow in, and only from a crow that
     # may open requests; crows' talk never invokes anyone, so chatter cannot loop.
-    asker = _crow(author)
+    asker = poster if poster is not None and poster.name == author else _crow(author)
     if kind != MessageKind.REQUEST or request is None or asker is None or not rights.may_open_requests(asker, request.task_type):
         return None
     if message.to == OWNER:
@@ -299,7 +302,7 @@ def react(posted: Posted) -> Effects:
         posted.budget = budgets.grant_turn(room, room_locked=True)
         # Crows a spent turn did not invoke answer now, before anyone this message calls.
         waiting = list(budgets.waiting_for_a_turn(room))
-    decision = decide(message, claim=posted.claim, request=posted.request)
+    decision = decide(message, claim=posted.claim, request=posted.request, poster=posted.crow)
     if decision is None:
         return Effects(resume=waiting)
     task_type = posted.request.task_type if posted.request is not None else "chat"
