@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -90,6 +90,16 @@ def _admit_owner(kind: Kind) -> None:
     )
 
 
+def _lock_poster(cursor: Any, key: str) -> None:
+    """Lock the poster's row until the commit, creating it on the poster's first post, in
+    one statement: ON CONFLICT DO UPDATE locks the row it finds (no read that misses, no
+    savepoint around a racing insert)."""
+    poster = connection.ops.quote_name(Poster._meta.db_table)
+    cursor.execute(
+        f'INSERT INTO {poster} ("key") VALUES (%s) ON CONFLICT ("key") DO UPDATE SET "key" = EXCLUDED."key"', [key]
+    )
+
+
 def admit_owner_post(kind: Kind) -> None:
     """The owner's post counted in the caller's transaction, which stores the post, or
     refused with the plain 429 of `_admit_owner` (the caller's transaction then rolls
@@ -108,14 +118,10 @@ def admit_owner_post(kind: Kind) -> None:
     since = now - timedelta(minutes=1)
     at = Post._meta.get_field("at")
     quote = connection.ops.quote_name
-    post, poster = quote(Post._meta.db_table), quote(Poster._meta.db_table)
+    post = quote(Post._meta.db_table)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            # ON CONFLICT DO UPDATE locks the row it finds: the poster's lock in one statement.
-            cursor.execute(
-                f'INSERT INTO {poster} ("key") VALUES (%s) ON CONFLICT ("key") DO UPDATE SET "key" = EXCLUDED."key"',
-                [OWNER_KEY],
-            )
+            _lock_poster(cursor, OWNER_KEY)
         cursor.execute(
             f'INSERT INTO {post} ("key", "kind", "at") SELECT %s, %s, %s'
             f' WHERE (SELECT COUNT(*) FROM {post} WHERE "key" = %s AND "kind" = %s AND "at" > %s) < %s RETURNING "id"',
@@ -147,6 +153,24 @@ def prank_cooldown_s(earlier: int) -> int:
     return min(base * 2 ** min(earlier, cap.bit_length()), cap)
 
 
+def _counted_in_one(cursor: Any, key: str, kind: Kind) -> bool:
+    """The usual case in one statement, under the poster's lock: no strike cooling down
+    and room in the minute, so the post is counted. False when either fails, and nothing
+    is written: the caller then reads which, and strikes when it must."""
+    now = timezone.now()
+    prep = Post._meta.get_field("at").get_db_prep_value
+    quote = connection.ops.quote_name
+    post, strike = quote(Post._meta.db_table), quote(Strike._meta.db_table)
+    cursor.execute(
+        f'INSERT INTO {post} ("key", "kind", "at") SELECT %s, %s, %s'
+        f' WHERE NOT EXISTS (SELECT 1 FROM {strike} WHERE "key" = %s AND "until" > %s)'
+        f' AND (SELECT COUNT(*) FROM {post} WHERE "key" = %s AND "kind" = %s AND "at" > %s) < %s RETURNING "id"',
+        [key, kind, prep(now, connection), key, prep(now, connection), key, kind,
+         prep(now - timedelta(minutes=1), connection), _limit(kind)],
+    )
+    return cursor.fetchone() is not None
+
+
 def admit_post(key: str, *, kind: Kind) -> None:
     """Count one post by `key`, or refuse it with RateLimited (after committing any strike).
     The rate is a rolling minute (docs/LISTS.md, 429): a post made as the cooldown ends,
@@ -160,7 +184,10 @@ def admit_post(key: str, *, kind: Kind) -> None:
     refusal: RateLimited | None = None
     with transaction.atomic():
         # The poster's row serialises its admissions; created on its first post.
-        lock_or_create(Poster, key=key)
+        with connection.cursor() as cursor:
+            _lock_poster(cursor, key)
+            if _counted_in_one(cursor, key, kind):
+                return
         now = timezone.now()
         active = Strike.objects.filter(key=key, until__gt=now).order_by("-until").first()
         if active is not None:

@@ -221,9 +221,9 @@ def _shape(inv: Invocation, raw: str, ref: NestMessage) -> Reply:
     body = header_body(raw, header)
     if header.verb == "REFER":
         return Reply(text=_cut(body), kind=MessageKind.REFER, refers_to=ref.msg_id)
-    refers = header.refers_to
-    if not NestMessage.objects.filter(nest=inv.nest, msg_id=refers).exists():
-        refers = ref.msg_id
+    # The Sentry passed the reply (sentry.check_reply, just before), so a header's message
+    # is one of this room's: a header naming none answers the invocation's message.
+    refers = header.refers_to or ref.msg_id
     # The header stays on the text so Jev reads the crow's words as it wrote them.
     return Reply(text=f"{format_header(header.verb, refers)} {_cut(body)}", refers_to=refers)
 

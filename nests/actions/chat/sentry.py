@@ -101,10 +101,13 @@ def _room_exists(nest_id: str) -> bool:
     return Nest.objects.filter(nest_id=nest_id).exists() or queries.direct_chat_crow(nest_id) is not None
 
 
-def _cited_message_missing(nest: Nest, text: str) -> str:
-    """The first msg_id the text cites that does not exist, among ids of existing rooms."""
+def _cited_message_missing(nest: Nest, text: str, *, known: str = "") -> str:
+    """The first msg_id the text cites that does not exist, among ids of existing rooms.
+    `known`: an id the caller has found already."""
     for m in CITED_ID_RE.finditer(text):
         room_id, msg_id = m.group(1), m.group(0)
+        if msg_id == known:
+            continue
         if room_id != nest.nest_id and not Nest.objects.filter(nest_id=room_id).exists():
             continue
         if not NestMessage.objects.filter(msg_id=msg_id).exists():
@@ -166,7 +169,8 @@ def _reply_breach(inv: Invocation, crow: Crow, raw: str, *, tokens_out: int) -> 
                 f"{crow.name}'s [{header.verb} {header.refers_to}] names {header.refers_to}, "
                 f"which does not exist in {nest.nest_id}.",
             )
-    missing = _cited_message_missing(nest, raw)
+    # The header's message was just found in this room: not looked for again.
+    missing = _cited_message_missing(nest, raw, known=header.refers_to if header is not None else "")
     if missing:
         return Finding(
             Breach.Kind.FABRICATED_SOURCE, GUARDRAIL_SCORE,
