@@ -26,14 +26,8 @@ SHAPES = Path(__file__).with_name("statement_shapes.json")
 # one without saying why in the commit.
 BUDGETS: dict[str, dict[str, float]] = {
     "owner verdict": {"statements": 9, "round_trips": 11, "transactions": 1},
-    # +1: Jev judges the room's open expectations against each post, which reads them
-    # (docs/GOVERNANCE.md, 4).
-    "owner post": {"statements": 30, "round_trips": 38},
-    # +1 for the chat core's spent-turn rule: a crow's invocation reads who waits for a turn;
-    # +2 for Jev judging the open expectations against the owner's post and the crow's reply;
-    # +1 for Boss's budget watch: a crow's reply reads the room's budget, to propose a top-up
-    # when its tokens run low (docs/GOVERNANCE.md, 3).
-    "owner post, with what it sets off": {"statements": 51, "round_trips": 65},
+    "owner post": {"statements": 16, "round_trips": 18, "transactions": 1},
+    "owner post, with what it sets off": {"statements": 36, "round_trips": 46},
     "list": {"statements": 481, "round_trips": 615, "transactions": 67},
     "flight": {"statements per flight": 11.0, "round trips per flight": 15.0},
 }

@@ -31,6 +31,8 @@ print(json.dumps(result))
 # one without saying why in the commit.
 BUDGETS: dict[str, dict[str, float]] = {
     "owner verdict": {"statements": 10, "round_trips": 12, "transactions": 1},
+    "owner post": {"statements": 18, "round_trips": 20, "transactions": 1},
+    "owner post, with what it sets off": {"statements": 35, "round_trips": 45},
     "list": {"statements": 414, "round_trips": 548, "transactions": 67},
     "flight": {"statements per flight": 9.9, "round trips per flight": 13.9},
 }
@@ -40,6 +42,7 @@ def test_every_operation_stays_within_its_statement_budget_on_postgres(tmp_path)
     result = run_on_fresh_postgres(SCRIPT, tmp_path)
 
     assert result["vendor"] == "postgresql"
+    result["owner post, with what it sets off"] = result["owner post"]["with what it sets off"]
     over = [
         f"{operation}: {result[operation][name]} {name}, over its budget of {budget}"
         for operation, figures in BUDGETS.items()

@@ -25,10 +25,8 @@ def lock_room_numbering(room_pk: int) -> tuple[Nest, int]:
     says nothing else in the room before it (so numbers follow the order messages are
     said), and a rollback gives the number back with everything else."""
     table = connection.ops.quote_name(Nest._meta.db_table)
-    column = connection.ops.quote_name(Nest._meta.get_field("next_msg_n").column)
-    pk = connection.ops.quote_name(Nest._meta.pk.column)
     rows = list(Nest.objects.raw(
-        f"UPDATE {table} SET {column} = {column} + 1 WHERE {pk} = %s RETURNING *", [room_pk]
+        f'UPDATE {table} SET "next_msg_n" = "next_msg_n" + 1 WHERE "id" = %s RETURNING *', [room_pk]
     ))
     if not rows:
         raise Nest.DoesNotExist(f"no nest with pk {room_pk}")
