@@ -16,6 +16,8 @@ from typing import Any
 
 import httpx
 
+from tests.support import prefork
+
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 DAPHNE = str(Path(sys.executable).with_name("daphne"))
@@ -92,7 +94,7 @@ class LiveServer:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = base_env(CROWS_DATA_DIR=str(data_dir), **(env or {}))
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | prefork.Forked | None = None
         self.log_path = data_dir / f"daphne-{self.port}.log"
 
     def start(self, timeout: float = 60) -> LiveServer:
@@ -100,11 +102,12 @@ class LiveServer:
 
     def launch(self) -> LiveServer:
         """Start daphne and return at once; `wait_ready` waits for its first answer."""
+        argv = [DAPHNE, "-b", "127.0.0.1", "-p", str(self.port), "crows_site.asgi:application"]
+        if prefork.enabled():
+            self.proc = prefork.Preforker.shared().spawn(argv, env=self.env, cwd=ROOT, log_path=self.log_path)
+            return self
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [DAPHNE, "-b", "127.0.0.1", "-p", str(self.port), "crows_site.asgi:application"],
-                cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-            )
+            self.proc = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         return self
 
     def wait_ready(self, timeout: float = 60) -> LiveServer:
